@@ -1,0 +1,40 @@
+"""Kinema Nodes: robot IK for Blender animators, wired as a node tree.
+
+`kinema_nodes.core` is plain Python + NumPy and never imports bpy; everything that touches
+Blender lives beside it and is only imported by `register()`, so the package (and its CLI)
+imports in any Python.
+"""
+
+__version__ = "0.1.0"
+
+#: Modules that define Blender classes, in registration order. Each has a `CLASSES` tuple and
+#: may have `register()`/`unregister()` hooks for menus and handlers.
+BLENDER_MODULES = ("preferences", "tree", "nodes", "importer", "operators", "panels", "handlers")
+
+
+def _blender_modules():
+    import importlib
+
+    return [importlib.import_module(f".{name}", __name__) for name in BLENDER_MODULES]
+
+
+def register() -> None:
+    import bpy
+
+    for module in _blender_modules():
+        for cls in getattr(module, "CLASSES", ()):
+            bpy.utils.register_class(cls)
+        hook = getattr(module, "register", None)
+        if hook is not None:
+            hook()
+
+
+def unregister() -> None:
+    import bpy
+
+    for module in reversed(_blender_modules()):
+        hook = getattr(module, "unregister", None)
+        if hook is not None:
+            hook()
+        for cls in reversed(getattr(module, "CLASSES", ())):
+            bpy.utils.unregister_class(cls)

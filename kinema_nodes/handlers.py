@@ -1,0 +1,3 @@
+"""handlers (Blender glue)."""
+
+CLASSES = ()

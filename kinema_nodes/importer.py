@@ -1,0 +1,3 @@
+"""importer (Blender glue)."""
+
+CLASSES = ()

@@ -1,0 +1,3 @@
+"""operators (Blender glue)."""
+
+CLASSES = ()

@@ -1,0 +1,3 @@
+"""panels (Blender glue)."""
+
+CLASSES = ()

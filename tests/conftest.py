@@ -1,0 +1,55 @@
+"""Shared fixtures: real robots from example-robot-data, and real Blender through the bpy module.
+
+One `import bpy` per process (pytest-xdist gives one per worker). The add-on is registered once
+per process; `blender` gives a fresh empty file to each test that asks for it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kinema_nodes.core.example_robots import example_robot
+from kinema_nodes.core.robot import load_robot
+
+#: Real robots used across the suite: an arm with a gripper (prismatic + mimic), two 6-axis
+#: arms, a 7-axis arm, and two humanoids.
+REAL_ROBOTS = ("panda", "ur5", "kinova", "xarm7", "talos", "g1")
+
+
+def real_robot_path(name: str):
+    path = example_robot(name)
+    if path is None:
+        pytest.fail(f"example-robot-data robot '{name}' not found: install the test dependencies (README)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def robots():
+    """Loaded RobotModels by short name (real robots and the bundled ones), loaded once."""
+    cache = {}
+
+    def get(name: str):
+        if name not in cache:
+            cache[name] = load_robot(name)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def blender_session():
+    """The bpy module with the add-on registered for this process."""
+    import bpy
+
+    import kinema_nodes
+
+    kinema_nodes.register()
+    yield bpy
+    kinema_nodes.unregister()
+
+
+@pytest.fixture
+def blender(blender_session):
+    """bpy with an empty file, add-on registered."""
+    blender_session.ops.wm.read_homefile(use_empty=True)
+    return blender_session
