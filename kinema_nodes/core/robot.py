@@ -456,8 +456,6 @@ def load_robot(name_or_path: str | Path, check_meshes: bool = True) -> RobotMode
 
     Raises `RobotFileError` with one line naming the file and the problem.
     """
-    import yourdfpy
-
     path = find_urdf(name_or_path)
     try:
         size = path.stat().st_size
@@ -466,6 +464,21 @@ def load_robot(name_or_path: str | Path, check_meshes: bool = True) -> RobotMode
         data = path.read_bytes()
     except OSError as exc:
         raise RobotFileError(path, f"cannot read: {exc.strerror or exc}") from None
+    return robot_from_urdf_text(data, path, check_meshes=check_meshes)
+
+
+def robot_from_urdf_text(data: bytes | str, path: str | Path, check_meshes: bool = False) -> RobotModel:
+    """A RobotModel from URDF text (e.g. the copy a rig keeps inside its .blend).
+
+    `path` names the source in messages and is where relative meshes are looked for.
+    """
+    import yourdfpy
+
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if len(data) > MAX_URDF_BYTES:
+        raise RobotFileError(path, f"URDF is {len(data) / 1e6:.0f} MB; refusing URDFs over {MAX_URDF_BYTES / 1e6:.0f} MB")
     root = _parse_xml(path, data)
     _check_structure(path, root)
     try:
