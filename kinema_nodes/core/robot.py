@@ -305,6 +305,21 @@ def _check_structure(path: Path, root) -> None:
     for element in root.findall("link"):
         if not element.get("name"):
             raise RobotFileError(path, f"a <link> at line {element.sourceline} has no name")
+    for element in root.iter("origin", "axis", "limit", "mimic", "box", "cylinder", "sphere", "mesh"):
+        owner = element.getparent()
+        while owner is not None and owner.tag not in ("joint", "link"):
+            owner = owner.getparent()
+        where = f"{owner.tag} '{owner.get('name')}' <{element.tag}>" if owner is not None else f"<{element.tag}>"
+        for attribute in ("xyz", "rpy", "size", "scale", "radius", "length", "lower", "upper", "velocity", "effort", "multiplier", "offset"):
+            text = element.get(attribute)
+            if text is None:
+                continue
+            try:
+                numbers = [float(token) for token in text.split()]
+            except ValueError:
+                raise RobotFileError(path, f"{where} {attribute}='{text}' is not a list of numbers") from None
+            if not all(np.isfinite(numbers)):
+                raise RobotFileError(path, f"{where} contains NaN or inf")
 
 
 def _finite(path: Path, what: str, values) -> np.ndarray:
