@@ -1,1 +1,229 @@
-"""Runs a Kinema node tree: snapshot to a GraphSpec, compile on change, run each frame."""
+"""Runs Kinema node trees: snapshot -> GraphSpec, compile on change, solve each frame, write the rig.
+
+This is the only place a graph runs — for the viewport, the panel, Bake and the CLI alike.
+Handlers call `run_all`; property callbacks only `mark_dirty` (never solve), so nothing recurses.
+A run after our own write (the depsgraph update it causes) sees unchanged inputs and does
+nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core.graph import GraphSpec, LinkSpec
+from .core.program import FrameInputs, Program, StepResult, compile_program
+from .tree import TREE_IDNAME
+
+_dirty: set[int] = set()
+_compiled: dict[int, tuple[GraphSpec, Program]] = {}
+_last_inputs: dict[tuple[int, str], bytes] = {}
+_compiled_links: set[tuple] = set()  # (robot, links, backend) solved once: the compile is paid
+_running = False
+
+
+def mark_dirty(tree) -> None:
+    """Something in `tree` changed: recompile (if the spec differs) and re-solve on the next run."""
+    _dirty.add(tree.as_pointer())
+
+
+def forget_all() -> None:
+    """Drop every cache (a new file was loaded)."""
+    _dirty.clear()
+    _compiled.clear()
+    _last_inputs.clear()
+
+
+def kinema_trees(data=None):
+    import bpy
+
+    data = data or bpy.data
+    return [tree for tree in data.node_groups if tree.bl_idname == TREE_IDNAME]
+
+
+# ---- snapshot & compile ----------------------------------------------------------------
+
+def snapshot(tree) -> GraphSpec:
+    """The tree as plain data. Muted nodes and links are left out."""
+    nodes = tuple(node.to_spec() for node in tree.nodes if hasattr(node, "to_spec") and not node.mute)
+    names = {n.name for n in nodes}
+    links = tuple(
+        LinkSpec(link.from_node.name, link.from_socket.name, link.to_node.name, link.to_socket.name)
+        for link in tree.links
+        if link.is_valid and not link.is_muted and link.from_node.name in names and link.to_node.name in names
+    )
+    return GraphSpec(nodes, links)
+
+
+def _robots_of(tree) -> dict:
+    from .rig import is_rig, robot_for_rig
+
+    robots = {}
+    for node in tree.nodes:
+        rig = getattr(node, "rig", None) if node.bl_idname == "KinemaRobotNode" else None
+        if rig is not None and is_rig(rig) and rig.name not in robots:
+            try:
+                robots[rig.name] = robot_for_rig(rig)
+            except Exception as exc:  # a rig whose stored URDF no longer reads: show it on the node
+                node.kinema_error = f"cannot read this rig's robot: {exc}"
+    return robots
+
+
+def _set(owner, name: str, value) -> None:
+    """Write a property only when it changes (each write tags the data for redraw/update)."""
+    if getattr(owner, name) != value:
+        setattr(owner, name, value)
+
+
+def program_for(tree) -> Program:
+    """The compiled Program of a tree, recompiled only when its spec changed."""
+    key = tree.as_pointer()
+    spec = snapshot(tree)
+    cached = _compiled.get(key)
+    if cached is not None and cached[0] == spec:
+        return cached[1]
+    program = compile_program(spec, _robots_of(tree))
+    _compiled[key] = (spec, program)
+    for node in tree.nodes:
+        if hasattr(node, "kinema_error"):
+            _set(node, "kinema_error", program.problems.message(node.name))
+    for step in program.steps:
+        rig = _rig_object(tree, program, step)
+        if rig is not None and getattr(rig, "kinema_tree", None) is None:
+            rig.kinema_tree = tree  # the rig keeps its tree alive and evaluates the tree's animation
+    return program
+
+
+def _robot_node_of(program: Program, step) -> str | None:
+    for node in program.spec.of_kind("robot"):
+        if node.get("rig") == step.rig:
+            return node.name
+    return None
+
+
+# ---- one frame -------------------------------------------------------------------------
+
+def control_pose(target_node, rig) -> np.ndarray | None:
+    """The control's pose in the rig's armature space (= the robot's root frame)."""
+    obj = target_node.control_object
+    if obj is None:
+        return None
+    if target_node.control_bone:
+        bone = obj.pose.bones.get(target_node.control_bone) if obj.pose else None
+        if bone is None:
+            return None
+        if obj == rig:
+            return np.array(bone.matrix, dtype=float)
+        world = obj.matrix_world @ bone.matrix
+    else:
+        world = obj.matrix_world
+    return np.array(rig.matrix_world.inverted_safe() @ world, dtype=float)
+
+
+def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
+    from .rig import read_joint_values
+
+    rig = _rig_object(tree, program, step)
+    controls, links = {}, {}
+    for target in step.targets:
+        node = tree.nodes[target.node]
+        controls[target.node] = control_pose(node, rig)
+        links[target.node] = node.link_at_frame(step.robot)
+    return FrameInputs(frame, controls, {step.rig: read_joint_values(rig, step.robot)}, links)
+
+
+def _rig_object(tree, program: Program, step):
+    return tree.nodes[_robot_node_of(program, step)].rig
+
+
+def _fingerprint(inputs: FrameInputs, program: Program, step) -> bytes:
+    parts = [str(id(program)).encode(), repr(sorted(inputs.links.items())).encode()]
+    parts += [np.asarray(v if v is not None else np.full((4, 4), np.nan)).tobytes() for _, v in sorted(inputs.controls.items())]
+    parts += [np.asarray(v).tobytes() for _, v in sorted(inputs.starts.items())]
+    return b"|".join(parts)
+
+
+def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[StepResult]:
+    """Solve every live solver of `tree` for the current state and write the rigs.
+
+    `force` solves even when Live IK is off, paused over budget, or nothing moved (Bake, the
+    panel's buttons). Never raises for a bad graph: the nodes show the errors.
+    """
+    import bpy
+
+    from .core.errors import KinemaError
+    from .rig import write_joint_values
+
+    key = tree.as_pointer()
+    was_dirty = key in _dirty
+    _dirty.discard(key)
+    program = program_for(tree)
+    if not program.ok:
+        return []
+    frame = bpy.context.scene.frame_current if frame is None else frame
+    results = []
+    for step in program.steps:
+        solver = tree.nodes[step.node]
+        if not force and (not solver.live or solver.over_budget):
+            continue
+        inputs = frame_inputs(tree, program, step, frame)
+        fingerprint = _fingerprint(inputs, program, step)
+        if not force and not was_dirty and _last_inputs.get((key, step.node)) == fingerprint:
+            continue
+        try:
+            result = program.run_step(step, inputs)
+        except KinemaError as exc:
+            result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
+        rig = _rig_object(tree, program, step)
+        if result.joints is not None:
+            written = write_joint_values(rig, step.robot, result.joints)
+            inputs.starts[step.rig] = written
+        _last_inputs[(key, step.node)] = _fingerprint(inputs, program, step)
+        _show_readout(solver, step, result, force)
+        results.append(result)
+    return results
+
+
+def _show_readout(solver, step, result: StepResult, force: bool) -> None:
+    _set(solver, "summary", result.summary)
+    _set(solver, "solving_to", ", ".join(result.solved_links))
+    _set(solver, "last_solve_ms", round(float(result.ms), 3))
+    solve = result.result
+    note = ""
+    if solve is not None and solve.fallback_reason:
+        note = f"Using NumPy: {solve.fallback_reason}"
+    _set(solver, "backend_note", note)
+    if solve is None:
+        return
+    compile_key = (step.robot.fingerprint, result.solved_links, solve.backend)
+    first_for_these_links = compile_key not in _compiled_links
+    _compiled_links.add(compile_key)
+    # The first solve to a set of links may include the one-off compile; it is not a frame cost.
+    if not force and not first_for_these_links and result.ms > step.options.budget_ms:
+        _set(solver, "over_budget", True)
+
+
+def run_all(scene=None, *, force: bool = False) -> None:
+    """Run every Kinema tree (the frame-change and depsgraph handlers call this)."""
+    global _running
+    if _running:
+        return
+    _running = True
+    try:
+        frame = scene.frame_current if scene is not None else None
+        for tree in kinema_trees():
+            run_tree(tree, frame, force=force)
+    finally:
+        _running = False
+
+
+def warm_up_tree(tree) -> float:
+    """Compile the solvers a tree needs without solving (the wait-cursor moment). Seconds."""
+    from .core.solvers import warm_up
+
+    program = program_for(tree)
+    seconds = 0.0
+    for step in program.steps:
+        if step.backend == "pyroki":
+            links = tuple(tree.nodes[t.node].link_at_frame(step.robot) for t in step.targets)
+            seconds += warm_up(step.robot, links, step.options)
+    return seconds

@@ -1,14 +1,140 @@
-"""The Kinema node editor: its tree type and socket types."""
+"""The Kinema node editor: its tree type, socket types and Add menu."""
 
 import bpy
+from bl_ui import node_add_menu
+
+TREE_IDNAME = "KinemaNodeTree"
 
 
 class KinemaNodeTree(bpy.types.NodeTree):
-    """A graph of Robot, IK Target, Solver, Swivel, Configuration-Select and Bake nodes."""
+    """Robot IK as a graph: Robot, IK Target, Solver, Swivel, Configuration-Select and Bake nodes"""
 
-    bl_idname = "KinemaNodeTree"
+    bl_idname = TREE_IDNAME
     bl_label = "Kinema Nodes"
     bl_icon = "CON_KINEMATIC"
 
+    def update(self):
+        from .evaluator import mark_dirty
 
-CLASSES = (KinemaNodeTree,)
+        mark_dirty(self)
+
+
+class _Socket:
+    """A socket that only carries a connection; its colour says what flows through it."""
+
+    color = (0.6, 0.6, 0.6, 1.0)
+
+    def draw(self, context, layout, node, text):
+        layout.label(text=text)
+
+    @classmethod
+    def draw_color_simple(cls):
+        return cls.color
+
+
+class KinemaRobotSocket(_Socket, bpy.types.NodeSocket):
+    """A robot: the rig and its kinematics"""
+
+    bl_idname = "KinemaRobotSocket"
+    bl_label = "Robot"
+    color = (0.95, 0.55, 0.15, 1.0)
+
+
+class KinemaTargetSocket(_Socket, bpy.types.NodeSocket):
+    """An IK goal: a control and the link aimed at it"""
+
+    bl_idname = "KinemaTargetSocket"
+    bl_label = "Target"
+    color = (0.25, 0.75, 0.95, 1.0)
+
+
+class KinemaSolutionSocket(_Socket, bpy.types.NodeSocket):
+    """Joint values that reach the targets"""
+
+    bl_idname = "KinemaSolutionSocket"
+    bl_label = "Solution"
+    color = (0.45, 0.85, 0.35, 1.0)
+
+
+class KinemaLinkSocket(_Socket, bpy.types.NodeSocket):
+    """The name of a link (bone) to aim at; connect a Link Switch to choose it procedurally"""
+
+    bl_idname = "KinemaLinkSocket"
+    bl_label = "Link"
+    color = (0.85, 0.4, 0.85, 1.0)
+
+
+class KinemaTreeNode:
+    """Mix-in for every Kinema node: only in Kinema trees; shows its error; returns a spec."""
+
+    kinema_error: bpy.props.StringProperty(name="Error", description="Why this node cannot run")
+    kinema_note: bpy.props.StringProperty(name="Note", description="What this node does for now")
+
+    @classmethod
+    def poll(cls, tree):
+        return tree.bl_idname == TREE_IDNAME
+
+    def draw_messages(self, layout):
+        if self.kinema_error:
+            layout.label(text=self.kinema_error, icon="ERROR")
+        if self.kinema_note:
+            layout.label(text=self.kinema_note, icon="INFO")
+
+    def mark_dirty(self, context=None):
+        from .evaluator import mark_dirty
+
+        mark_dirty(self.id_data)
+
+
+def _dirty(self, context):
+    """Property update callback: only marks the tree for recompiling (never solves here)."""
+    from .evaluator import mark_dirty
+
+    mark_dirty(self.id_data)
+
+
+CATEGORIES = (
+    ("KINEMA_MT_add_input", "Input", ("KinemaRobotNode", "KinemaIKTargetNode", "KinemaLinkSwitchNode")),
+    ("KINEMA_MT_add_solve", "Solve", ("KinemaSolverNode", "KinemaSwivelNode", "KinemaConfigurationNode")),
+    ("KINEMA_MT_add_output", "Output", ("KinemaBakeNode",)),
+)
+
+
+def _category_menu(idname, label, node_types):
+    def draw(self, context):
+        for node_type in node_types:
+            if bpy.types.Node.bl_rna_get_subclass_py(node_type) is not None:
+                node_add_menu.add_node_type(self.layout, node_type)
+
+    return type(idname, (bpy.types.Menu,), {"bl_idname": idname, "bl_label": label, "draw": draw})
+
+
+MENUS = tuple(_category_menu(*category) for category in CATEGORIES)
+
+
+def draw_add_menu(self, context):
+    if getattr(context.space_data, "tree_type", None) != TREE_IDNAME:
+        return
+    for idname, _, _ in CATEGORIES:
+        self.layout.menu(idname)
+
+
+CLASSES = (KinemaNodeTree, KinemaRobotSocket, KinemaTargetSocket, KinemaSolutionSocket, KinemaLinkSocket, *MENUS)
+
+
+def _is_kinema_tree(self, tree):
+    return tree.bl_idname == TREE_IDNAME
+
+
+def register():
+    bpy.types.NODE_MT_add.append(draw_add_menu)
+    # The rig points at its tree: keeps the tree saved with the file, and makes the depsgraph
+    # evaluate the tree's animation (keyed Target Bone, configuration index) each frame.
+    bpy.types.Object.kinema_tree = bpy.props.PointerProperty(
+        name="Kinema Tree", type=bpy.types.NodeTree, poll=_is_kinema_tree, description="The Kinema node tree that drives this rig"
+    )
+
+
+def unregister():
+    del bpy.types.Object.kinema_tree
+    bpy.types.NODE_MT_add.remove(draw_add_menu)
