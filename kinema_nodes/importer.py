@@ -87,7 +87,7 @@ def load_mesh_file(path: Path, scale: tuple[float, float, float], urdf_path: Pat
     import trimesh
 
     try:
-        scene = trimesh.load(str(path), force="scene", process=False)
+        scene = trimesh.load(str(path), force="scene")
     except Exception as exc:  # trimesh and pycollada raise many kinds
         raise RobotFileError(urdf_path, f"mesh '{path}' could not be read: {type(exc).__name__}: {exc}") from None
     vertices, faces, face_material, materials = [], [], [], []
