@@ -43,13 +43,14 @@ def kinema_trees(data=None):
 # ---- snapshot & compile ----------------------------------------------------------------
 
 def snapshot(tree) -> GraphSpec:
-    """The tree as plain data. Muted nodes and links are left out."""
+    """The tree as plain data. Muted nodes and links are left out; links Blender marks invalid
+    (a cycle, a wrong socket type) are kept, so validation can say what is wrong with them."""
     nodes = tuple(node.to_spec() for node in tree.nodes if hasattr(node, "to_spec") and not node.mute)
     names = {n.name for n in nodes}
     links = tuple(
         LinkSpec(link.from_node.name, link.from_socket.name, link.to_node.name, link.to_socket.name)
         for link in tree.links
-        if link.is_valid and not link.is_muted and link.from_node.name in names and link.to_node.name in names
+        if not link.is_muted and link.from_node.name in names and link.to_node.name in names
     )
     return GraphSpec(nodes, links)
 

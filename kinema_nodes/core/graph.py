@@ -32,6 +32,10 @@ NODE_KINDS = ("robot", "ik_target", "solver", "swivel", "configuration", "bake",
 SOLUTION_KINDS = ("swivel", "configuration", "bake")
 
 
+#: Output socket -> the input socket it may feed.
+_SOCKET_FEEDS = {"Robot": "Robot", "Target": "Targets", "Solution": "Solution", "Link": "Link"}
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     name: str
@@ -108,6 +112,11 @@ def validate(spec: GraphSpec) -> Problems:
     for link in spec.links:
         if link.from_node not in names or link.to_node not in names:
             problems.add(link.to_node if link.to_node in names else link.from_node, "link to a node that no longer exists")
+
+    for link in spec.links:
+        expected = _SOCKET_FEEDS.get(link.from_socket)
+        if link.to_node in names and expected is not None and link.to_socket != expected:
+            problems.add(link.to_node, f"'{link.from_socket}' cannot connect to '{link.to_socket}'")
 
     order = TopologicalSorter({n.name: set() for n in spec.nodes})
     for link in spec.links:
