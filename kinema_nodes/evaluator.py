@@ -129,7 +129,8 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
         node = tree.nodes[target.node]
         controls[target.node] = control_pose(node, rig)
         links[target.node] = node.link_at_frame(step.robot)
-    return FrameInputs(frame, controls, {step.rig: read_joint_values(rig, step.robot)}, links)
+    values = {name: tree.nodes[name].frame_values() for name in step.passthrough if hasattr(tree.nodes[name], "frame_values")}
+    return FrameInputs(frame, controls, {step.rig: read_joint_values(rig, step.robot)}, links, values)
 
 
 def _rig_object(tree, program: Program, step):
@@ -137,7 +138,7 @@ def _rig_object(tree, program: Program, step):
 
 
 def _fingerprint(inputs: FrameInputs, program: Program, step) -> bytes:
-    parts = [str(id(program)).encode(), repr(sorted(inputs.links.items())).encode()]
+    parts = [str(id(program)).encode(), repr(sorted(inputs.links.items())).encode(), repr(sorted(inputs.values.items())).encode()]
     parts += [np.asarray(v if v is not None else np.full((4, 4), np.nan)).tobytes() for _, v in sorted(inputs.controls.items())]
     parts += [np.asarray(v).tobytes() for _, v in sorted(inputs.starts.items())]
     return b"|".join(parts)

@@ -54,6 +54,7 @@ class FrameInputs:
     controls: dict[str, np.ndarray]
     starts: dict[str, np.ndarray]
     links: dict[str, str] = field(default_factory=dict)  # per-frame link choice per target node
+    values: dict[str, dict] = field(default_factory=dict)  # per-frame settings per node (swivel angle, configuration index)
 
 
 @dataclass
@@ -143,9 +144,54 @@ class Program:
         options = _with(step.options, backend=step.backend, held_joints=frozenset(held))
         result = solve(robot, goals, start, options)
         joints = np.asarray(result.joints, dtype=float)
+        summary = summarise(result)
+        for name in step.passthrough:
+            stage = stage_function(self.spec.node(name).kind)
+            if stage is None:
+                continue
+            stage_input = StageInput(robot, goals, options, start, joints, result, self.spec.node(name), inputs.values.get(name, {}), solve)
+            joints, note = stage(stage_input)
+            joints = np.asarray(joints, dtype=float)
+            if note:
+                summary = f"{summary}; {note}"
         if not np.all(np.isfinite(joints)):
             return StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", result.ms)
-        return StepResult(step.node, step.rig, joints, links, summarise(result), result.ms, result.converged, result)
+        return StepResult(step.node, step.rig, joints, links, summary, result.ms, result.converged, result)
+
+
+@dataclass
+class StageInput:
+    """What a node after the solver (swivel, configuration select) gets for one frame."""
+
+    robot: RobotModel
+    goals: list  # the IKTargets just solved
+    options: object  # SolveOptions used
+    start: np.ndarray  # where the arm was before this frame
+    joints: np.ndarray  # the solution so far
+    result: object  # the solver's SolveResult
+    node: object  # the stage node's NodeSpec (its structural params)
+    values: dict  # the stage node's per-frame values (e.g. swivel_angle, configuration_index)
+    solve: Callable  # core.solvers.solve, for stages that re-solve
+
+
+#: Node kind -> module in core that provides `apply_stage(StageInput) -> (joints, note)`.
+STAGE_MODULES = {"swivel": "swivel", "configuration": "configurations"}
+
+
+def stage_function(kind: str) -> Callable | None:
+    """The behaviour of a node after the solver, or None while it only passes through."""
+    import importlib
+
+    module_name = STAGE_MODULES.get(kind)
+    if module_name is None:
+        return None
+    try:
+        module = importlib.import_module(f".{module_name}", __package__)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}.{module_name}":
+            raise
+        return None
+    return getattr(module, "apply_stage", None)
 
 
 def _with(options, **changes):
