@@ -26,6 +26,9 @@ COMMAND_MODULES: dict[str, str | None] = {
     "solve": "cli_solver",
     "bench": "cli_solver",
     "import": "cli_blender",
+    "configs": "cli_configs",
+    "bake": "cli_bake",
+    "demo": "cli_bake",
 }
 
 
