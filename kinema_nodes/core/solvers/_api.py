@@ -1,0 +1,164 @@
+"""The one solver entry point everything above `core` uses.
+
+`solve` checks the request, runs a backend, and then enforces the contract on whatever came
+back, so no backend can break it: joints not in the chain and held joints are copied from
+the start bit for bit, multi-turn joints are unwrapped to the value nearest the start,
+everything is clipped into its limits, and the errors are measured again in float64 with
+the NumPy kinematics (the same yardstick for both backends).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import KinemaError
+from ._chain import problem_for
+from ._numpy_backend import _converged, lm_run, solve_numpy
+from ._types import IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start, check_targets
+
+#: A float32 PyRoki answer that misses the float64 tolerance by less than this is polished by
+#: a few float64 NumPy iterations (float32 bottoms out around 1e-6).
+POLISH_BELOW = 1e-2
+POLISH_ITERATIONS = 6
+
+
+def pyroki_available() -> tuple[bool, str | None]:
+    """(True, None) if the PyRoki backend can run here; else (False, the reason)."""
+    from ._pyroki_backend import pyroki_available as available
+
+    return available()
+
+
+def _choose_backend(options: SolveOptions) -> tuple[str, str | None]:
+    if options.backend == "numpy":
+        return "numpy", None
+    # Only JAX is needed up front: a solver exported by an earlier session runs without
+    # importing PyRoki (and its viewer dependencies); a failed PyRoki import while building
+    # one is caught in `solve` and reported the same way.
+    from ._pyroki_backend import jax_available
+
+    ok, reason = jax_available()
+    return ("pyroki", None) if ok else ("numpy", reason)
+
+
+def _finish(robot, problem, start, q_raw, targets: TargetArrays, options: SolveOptions, errors=None):
+    """Apply the contract (see module docstring); return (q, errors). `errors` are reused
+    when they were measured in float64 at `q_raw` and nothing but 2 pi unwrapping changes."""
+    q = start.copy()
+    free = problem.free
+    values = q_raw[free]
+    continuous = robot.is_continuous[free]
+    if continuous.any():
+        delta = values[continuous] - start[free][continuous]
+        values[continuous] = start[free][continuous] + (delta + np.pi) % (2 * np.pi) - np.pi
+    q[free] = values
+    clipped = np.clip(q, robot.lower, robot.upper)
+    if not np.all(np.isfinite(clipped)):  # cannot happen with finite inputs; never hand out NaN
+        clipped = np.clip(start.copy(), robot.lower, robot.upper)
+    if errors is not None and np.array_equal(clipped[free], q[free]):
+        return clipped, errors
+    errors, _, _ = problem.residual(clipped[None], targets.rotations, targets.positions, with_jacobian=False)
+    return clipped, errors[0]
+
+
+def _reason(robot, problem, q, converged: bool, over_budget: bool) -> str:
+    if converged:
+        return "converged"
+    if over_budget:
+        return "over budget"
+    x = q[problem.free]
+    lower, upper = robot.lower[problem.free], robot.upper[problem.free]
+    span = np.where(np.isfinite(upper - lower), upper - lower, 1.0)
+    at_limit = (x <= lower + 1e-6 * span) | (x >= upper - 1e-6 * span)
+    return "blocked by a joint limit" if at_limit.any() else "out of reach"
+
+
+def solve(
+    robot, targets: IKTarget | Sequence[IKTarget], start: np.ndarray, options: SolveOptions = SolveOptions()
+) -> SolveResult:
+    """Joint values that put each target link at its pose, starting from `start`.
+
+    Never raises for a hard target: an unreachable one returns the closest pose found with
+    converged=False. Raises `KinemaError` for a malformed request (NaN, zero quaternion,
+    unknown link or joint, wrong start length).
+    """
+    t0 = time.perf_counter()
+    check_options(robot, options)
+    target_arrays = check_targets(robot, targets)
+    start = check_start(robot, start)
+    problem = problem_for(robot, target_arrays.links, frozenset(options.held_joints))
+    backend, fallback_reason = _choose_backend(options)
+    q_raw = None
+    if backend == "pyroki" and len(problem.free):
+        from ._pyroki_backend import solve_pyroki
+
+        try:
+            q_raw, iterations, _, over_budget = solve_pyroki(robot, problem, start, target_arrays, options, t0)
+        except KinemaError:
+            raise
+        except ImportError as exc:
+            backend, fallback_reason = "numpy", f"PyRoki could not be imported ({type(exc).__name__}: {exc})"
+        except Exception as exc:  # a JAX failure must not cost the user the frame
+            backend, fallback_reason = "numpy", f"PyRoki failed ({type(exc).__name__}: {exc})"
+    errors = None
+    if q_raw is None:
+        backend = "numpy"
+        q_raw, errors, iterations, _, over_budget = solve_numpy(problem, start, target_arrays, options, t0)
+    q, errors = _finish(robot, problem, start, q_raw, target_arrays, options, errors)
+    converged = _converged(errors, target_arrays.weights, options.position_tolerance, options.rotation_tolerance)
+    if not converged and backend == "pyroki" and float(np.max(errors)) < POLISH_BELOW:
+        q_polished, _, extra, _ = lm_run(
+            problem, q, target_arrays, options.position_tolerance, options.rotation_tolerance, POLISH_ITERATIONS, None
+        )
+        q2, errors2 = _finish(robot, problem, start, q_polished, target_arrays, options)
+        iterations += extra
+        if np.sum((errors2 * target_arrays.weights) ** 2) <= np.sum((errors * target_arrays.weights) ** 2):
+            q, errors = q2, errors2
+            converged = _converged(errors, target_arrays.weights, options.position_tolerance, options.rotation_tolerance)
+    ms = (time.perf_counter() - t0) * 1000.0
+    return SolveResult(
+        joints=q,
+        position_error=float(np.max(errors[:, 0])),
+        rotation_error=float(np.max(errors[:, 1])),
+        converged=converged,
+        reason=_reason(robot, problem, q, converged, over_budget),
+        iterations=int(iterations),
+        ms=ms,
+        backend=backend,
+        fallback_reason=fallback_reason,
+    )
+
+
+def warm_up(robot, links: Sequence[str], options: SolveOptions = SolveOptions()) -> float:
+    """Compile the solver for these target links without solving (the wait-cursor moment).
+    Returns the seconds it took; instant for the NumPy backend or when PyRoki is missing."""
+    t0 = time.perf_counter()
+    links = tuple(robot.check_link(link) for link in ([links] if isinstance(links, str) else links))
+    if not links:
+        raise KinemaError("warm_up needs at least one target link")
+    backend, _ = _choose_backend(options)
+    if backend == "pyroki":
+        from ._pyroki_backend import warm_up_pyroki
+
+        try:
+            warm_up_pyroki(robot, links)
+        except Exception:
+            pass  # solve() will fall back to NumPy and report why
+    return time.perf_counter() - t0
+
+
+def solve_trajectory(
+    robot, targets_per_frame: Sequence[IKTarget | Sequence[IKTarget]], start: np.ndarray, options: SolveOptions = SolveOptions()
+) -> list[SolveResult]:
+    """Solve frame after frame, each seeded from the previous answer (the bake case), so the
+    arm stays on one branch and multi-turn joints never jump."""
+    current = check_start(robot, start)
+    results = []
+    for targets in targets_per_frame:
+        result = solve(robot, targets, current, options)
+        results.append(result)
+        current = result.joints
+    return results

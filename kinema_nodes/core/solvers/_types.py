@@ -1,0 +1,163 @@
+"""What a solve takes and returns, and the checks that refuse bad requests up front.
+
+Kept free of JAX so the NumPy backend, the CLI and Blender's UI can build requests without
+paying for a JAX import.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..defaults import DEFAULT_SOLVE_BUDGET_MS
+from ..errors import KinemaError
+
+#: A target farther than this from the robot's root is a typo or a unit mix-up (mm for m),
+#: not a pose any robot can reach; refused rather than sent to the solver.
+MAX_TARGET_DISTANCE_M = 1.0e4
+
+BACKENDS = ("pyroki", "numpy")
+REASONS = ("converged", "out of reach", "blocked by a joint limit", "over budget")
+
+
+@dataclass(frozen=True)
+class IKTarget:
+    """One goal: put `link` at a pose in the robot's root frame (wxyz quaternion)."""
+
+    link: str
+    position: tuple[float, float, float]
+    wxyz: tuple[float, float, float, float]
+    position_weight: float = 1.0
+    rotation_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """How to solve. Only `backend` and `cold` change the compiled program; the rest are
+    runtime values, so changing a tolerance never recompiles."""
+
+    backend: str = "pyroki"
+    position_tolerance: float = 1e-5
+    rotation_tolerance: float = 1e-5
+    max_iterations: int = 100
+    budget_ms: float = DEFAULT_SOLVE_BUDGET_MS
+    held_joints: frozenset[str] = field(default_factory=frozenset)
+    cold: bool = False
+
+
+@dataclass
+class SolveResult:
+    """The answer: always finite joints within limits, whatever happened."""
+
+    joints: np.ndarray
+    position_error: float
+    rotation_error: float
+    converged: bool
+    reason: str
+    iterations: int
+    ms: float
+    backend: str
+    fallback_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class TargetArrays:
+    """Targets checked and packed as arrays (T targets)."""
+
+    links: tuple[str, ...]
+    positions: np.ndarray  # (T, 3)
+    rotations: np.ndarray  # (T, 3, 3)
+    wxyz: np.ndarray  # (T, 4), unit
+    weights: np.ndarray  # (T, 2): position, rotation
+
+
+def as_target_list(targets: IKTarget | Sequence[IKTarget]) -> list[IKTarget]:
+    if isinstance(targets, IKTarget):
+        return [targets]
+    targets = list(targets)
+    if not targets:
+        raise KinemaError("no IK target given")
+    for target in targets:
+        if not isinstance(target, IKTarget):
+            raise KinemaError(f"an IK target must be an IKTarget, not {type(target).__name__}")
+    return targets
+
+
+def check_targets(robot, targets: IKTarget | Sequence[IKTarget]) -> TargetArrays:
+    """Refuse NaN/inf, zero quaternions, absurd distances and negative weights, each with a
+    message naming the link, so the solver never sees a value that could poison it."""
+    targets = as_target_list(targets)
+    links, positions, quaternions, weights = [], [], [], []
+    seen = set()
+    for target in targets:
+        link = robot.check_link(target.link)
+        if link in seen:
+            raise KinemaError(f"link '{link}' has two IK targets; give each link one target")
+        seen.add(link)
+        if not robot.chain_joint_names(link):
+            raise KinemaError(f"link '{link}' is not moved by any joint, so it cannot be an IK target")
+        try:
+            position = [float(v) for v in target.position]
+            quaternion = [float(v) for v in target.wxyz]
+        except (TypeError, ValueError):
+            raise KinemaError(f"IK target for '{link}': position and rotation must be numbers") from None
+        if len(position) != 3 or len(quaternion) != 4:
+            raise KinemaError(f"IK target for '{link}': position needs 3 numbers and rotation 4 (w x y z)")
+        if not all(math.isfinite(v) for v in position):
+            raise KinemaError(f"IK target for '{link}': position {position} is not finite (NaN or inf)")
+        if not all(math.isfinite(v) for v in quaternion):
+            raise KinemaError(f"IK target for '{link}': rotation {quaternion} is not finite (NaN or inf)")
+        distance = math.sqrt(sum(v * v for v in position))
+        if distance > MAX_TARGET_DISTANCE_M:
+            raise KinemaError(
+                f"IK target for '{link}': position is {distance:.3g} m from the root; "
+                f"refusing targets farther than {MAX_TARGET_DISTANCE_M:g} m (units are metres)"
+            )
+        norm = math.sqrt(sum(v * v for v in quaternion))
+        if norm < 1e-6:
+            raise KinemaError(f"IK target for '{link}': rotation quaternion {quaternion} has zero length")
+        pair = [float(target.position_weight), float(target.rotation_weight)]
+        if not all(math.isfinite(v) and v >= 0 for v in pair) or not any(v > 0 for v in pair):
+            raise KinemaError(f"IK target for '{link}': weights must be finite, not negative, and not both zero (got {pair})")
+        links.append(link)
+        positions.append(position)
+        quaternions.append([v / norm for v in quaternion])
+        weights.append(pair)
+    return TargetArrays(
+        tuple(links), np.array(positions), np.array([_rotation_matrix(*q) for q in quaternions]), np.array(quaternions), np.array(weights)
+    )
+
+
+def _rotation_matrix(w: float, x: float, y: float, z: float) -> list[list[float]]:
+    """Unit quaternion -> 3x3 rotation, in plain floats (this runs on every solve)."""
+    return [
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ]
+
+
+def check_start(robot, start) -> np.ndarray:
+    start = np.asarray(start, dtype=float)
+    if start.shape != (robot.dof,):
+        raise KinemaError(f"start configuration has shape {start.shape}; robot '{robot.name}' has {robot.dof} joints")
+    if not np.all(np.isfinite(start)):
+        bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(start))]
+        raise KinemaError(f"start configuration is not finite for joints {', '.join(bad)}")
+    return start
+
+
+def check_options(robot, options: SolveOptions) -> None:
+    if options.backend not in BACKENDS:
+        raise KinemaError(f"unknown solver '{options.backend}'; choose one of {', '.join(BACKENDS)}")
+    for name in options.held_joints:
+        robot.joint_index(name)
+    for what, value in (("position_tolerance", options.position_tolerance), ("rotation_tolerance", options.rotation_tolerance),
+                        ("budget_ms", options.budget_ms)):
+        if not (np.isfinite(value) and value > 0):
+            raise KinemaError(f"solver option {what} must be a positive number, got {value}")
+    if int(options.max_iterations) < 1:
+        raise KinemaError(f"solver option max_iterations must be at least 1, got {options.max_iterations}")
