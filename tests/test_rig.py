@@ -184,3 +184,38 @@ def test_bone_collections_and_tool_point(blender, robots):
     assert [b.name for b in collections["Tool Points"].bones] == [robot.tool_point]
     joint_bones = {b.name for b in collections["Joints"].bones}
     assert {robot.joint_by_name[n].child for n in robot.actuated_joint_names} <= joint_bones
+
+
+SKEW_AXES_URDF = """<robot name="skew">
+  <link name="base"><visual><geometry><box size="0.1 0.1 0.1"/></geometry></visual></link>
+  <link name="turn"><visual><geometry><cylinder radius="0.02" length="0.2"/></geometry></visual></link>
+  <link name="slide"><visual><geometry><sphere radius="0.03"/></geometry></visual></link>
+  <link name="follower"/>
+  <link name="tip"/>
+  <joint name="skew_turn" type="revolute"><parent link="base"/><child link="turn"/>
+    <origin xyz="0.1 0.2 0.3" rpy="0.3 -0.2 0.5"/><axis xyz="1 1 0"/><limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="skew_slide" type="prismatic"><parent link="turn"/><child link="slide"/>
+    <origin xyz="0 0 0.2" rpy="0 0.4 0"/><axis xyz="0 1 1"/><limit lower="-0.1" upper="0.3" effort="1" velocity="1"/></joint>
+  <joint name="skew_mimic" type="revolute"><parent link="slide"/><child link="follower"/>
+    <origin xyz="0.05 0 0" rpy="0 0 0"/><axis xyz="0 -1 2"/><limit lower="-3" upper="3" effort="1" velocity="1"/>
+    <mimic joint="skew_turn" multiplier="-0.5" offset="0.2"/></joint>
+  <joint name="tip_joint" type="revolute"><parent link="follower"/><child link="tip"/>
+    <origin xyz="0 0.1 0" rpy="0.1 0.2 0.3"/><axis xyz="0 0 -1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def test_axes_off_the_coordinate_axes_still_move_exactly(blender, tmp_path):
+    from kinema_nodes.core.robot import load_robot
+
+    path = tmp_path / "skew.urdf"
+    path.write_text(SKEW_AXES_URDF)
+    robot = load_robot(path)
+    obj = _import(blender, str(path))
+    assert rig.joint_channel(robot, "skew_turn")[1] == "rotation_axis_angle"
+    assert rig.joint_channel(robot, "skew_slide")[1] == "kinema_slide"
+    assert rig.joint_channel(robot, "tip_joint")[1:] == ("rotation_euler", 2, -1.0)
+    for q in robot.random_configurations(20, np.random.default_rng(8)):
+        rig.write_joint_values(obj, robot, q)
+        np.testing.assert_allclose(rig.read_joint_values(obj, robot), q, atol=1e-6)
+        np.testing.assert_allclose(_pose(blender, obj, robot), link_poses(robot, q), atol=2e-6)
+    assert rig.key_joint_values(obj, robot, 3) == robot.dof
