@@ -248,3 +248,28 @@ def test_readme_scripting_example_runs(blender):
     exec(compile(example.group(1), "README scripting example", "exec"), namespace)
     solver = namespace["solver"]
     assert solver.summary.startswith("converged"), solver.summary
+
+
+def test_one_solver_with_two_targets_reaches_both_hands_of_a_humanoid(blender):
+    """Talos: both grippers aimed at their own controls, solved jointly (torso shared)."""
+    bpy = blender
+    rig = _import(bpy, "talos")
+    robot = _robot(rig)
+    q = robot.mid_configuration()
+    for side, sign in (("left", 1), ("right", -1)):
+        q[robot.joint_index(f"arm_{side}_2_joint")] = 0.3 * sign
+        q[robot.joint_index(f"arm_{side}_4_joint")] = -1.2
+    _pose(rig, q)
+    _settle(bpy)
+    tree, left, solver = _add_target(bpy, rig, "gripper_left_base_link")
+    _, right, _ = _add_target(bpy, rig, "gripper_right_base_link")
+    assert len(solver.inputs["Targets"].links) == 2
+    rig.pose.bones[left.control_bone].location = (0.03, 0.02, -0.02)
+    rig.pose.bones[right.control_bone].location = (-0.02, 0.03, 0.02)
+    _settle(bpy)
+    assert solver.summary.startswith("converged"), solver.summary
+    assert solver.solving_to == "gripper_left_base_link, gripper_right_base_link"
+    _assert_reaches(rig, left)
+    _assert_reaches(rig, right)
+    legs = [robot.joint_index(n) for n in robot.actuated_joint_names if n.startswith("leg_")]
+    assert np.abs(_joints(rig)[legs] - q[legs]).max() <= 1e-6  # not in either chain: untouched
