@@ -1,4 +1,10 @@
-"""Bake node: solves every frame of a range and keys the joints."""
+"""Bake node: the frame range and speed limit of a bake, and the last bake's report.
+
+The node computes nothing: `baking.bake_tree` (run by Bake to Keyframes in the panel, the node's
+button, or the CLI) solves every frame through the evaluator and keys the joints.
+"""
+
+import json
 
 import bpy
 
@@ -18,6 +24,52 @@ class KinemaBakeNode(SolutionNode, bpy.types.Node):
 
     frame_start: bpy.props.IntProperty(name="Start", default=1, update=_dirty)
     frame_end: bpy.props.IntProperty(name="End", default=250, update=_dirty)
+    speed_limit: bpy.props.FloatProperty(
+        name="Speed Limit", default=100.0, min=1.0, max=1000.0, subtype="PERCENTAGE",
+        description="Flag frames where a joint moves faster than this share of its URDF velocity limit")
+    last_report: bpy.props.StringProperty(name="Last Report", description="The last bake's findings (JSON, by rig)")
+
+    def init(self, context):
+        super().init(context)
+        scene = context.scene if context else None
+        if scene is not None:
+            self.frame_start, self.frame_end = scene.frame_start, scene.frame_end
+
+    def draw_buttons(self, context, layout):
+        row = layout.row(align=True)
+        row.prop(self, "frame_start")
+        row.prop(self, "frame_end")
+        layout.prop(self, "speed_limit")
+        layout.operator("kinema.bake", icon="KEYFRAME").tree = self.id_data.name
+        draw_report(self, layout)
+        self.draw_messages(layout)
+
+    def report(self) -> dict:
+        """The last bake's findings by rig name ({} before the first bake)."""
+        try:
+            return json.loads(self.last_report) if self.last_report else {}
+        except ValueError:
+            return {}
+
+
+def draw_report(node, layout, limit: int = 6) -> None:
+    """Counts and the flagged frames of the last bake."""
+    from ..baking import frame_ranges
+
+    for rig_name, report in node.report().items():
+        column = layout.column(align=True)
+        converged, frames = report["converged"], report["frames"]
+        column.label(text=f"{rig_name}: {converged}/{frames} frames converged", icon="CHECKMARK" if converged == frames else "ERROR")
+        kinds = (("not_converged", "not converged"), ("near_limit", "near a limit"), ("too_fast", "too fast"), ("flips", "branch flips"))
+        for key, words in kinds:
+            frames_of = sorted(int(f) for f in report.get(key, []))
+            if frames_of:
+                text = frame_ranges(frames_of)
+                if len(text) > 40:
+                    text = text[:40] + "…"
+                column.label(text=f"{len(frames_of)} {words}: {text}")
+        if not report.get("flagged"):
+            column.label(text="No frames flagged")
 
 
 CLASSES = (KinemaBakeNode,)

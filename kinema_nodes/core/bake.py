@@ -1,0 +1,265 @@
+"""Baking: a frame range solved in order, then checked. Pure arrays in, arrays out.
+
+`solve_frames` runs one solver step of a compiled Program over many frames — the same
+`Program.run_step` the viewport runs, so a bake is the live solution written down — each frame
+warm-started from the one before, so the arm stays on one branch. `check_bake` then looks for
+what an animator wants to know before a shot goes out: frames that did not converge, joints
+pressed against a limit, joints moving faster than the robot can, and branch flips.
+Nothing here ever produces NaN: a frame that cannot be solved keeps the previous frame's joints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .kinematics import link_pose
+from .program import FrameInputs, Program, SolverStep, pose_to_target
+from .robot import RobotModel
+from .rotations import quaternion_to_matrix, rotation_angle_between
+
+#: A joint closer than this fraction of its range to either limit is flagged.
+LIMIT_MARGIN = 0.01
+#: A frame-to-frame joint jump (radians, or metres over the arm's reach) counts as a branch flip
+#: when it is larger than this and FLIP_RATIO times larger than the target's own motion.
+FLIP_MIN_JUMP = 0.35
+FLIP_RATIO = 10.0
+
+
+def rig_precision(q: np.ndarray) -> np.ndarray:
+    """q as the rig holds it: pose bones store float32. Live IK warm-starts each frame from what
+    the rig holds, so a bake seeded the same way reproduces the live solution."""
+    return np.asarray(q, dtype=np.float32).astype(float)
+
+
+def active_joints(robot: RobotModel, step: SolverStep, links: Sequence[str]) -> np.ndarray:
+    """Joints the solver moves when aiming at `links` (the chains, less held joints)."""
+    held = set(step.options.held_joints)
+    if step.hold_prismatic:
+        held |= {n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p}
+    mask = np.zeros(robot.dof, dtype=bool)
+    for link in links:
+        if link in robot.links:
+            for name in robot.chain_joint_names(link):
+                if name not in held:
+                    mask[robot.joint_index(name)] = True
+    return mask
+
+
+@dataclass
+class BakeSolution:
+    """One solver step solved over a frame range (F frames, n actuated joints, T targets)."""
+
+    robot: RobotModel
+    frames: np.ndarray  # (F,) frame numbers
+    joints: np.ndarray  # (F, n), always finite, within limits
+    converged: np.ndarray  # (F,) bool
+    position_error: np.ndarray  # (F,) metres, worst target; inf when the frame could not be solved
+    rotation_error: np.ndarray  # (F,) radians, worst target
+    links: list[tuple[str, ...]]  # (F,) links solved to on each frame
+    active: np.ndarray  # (F, n) bool: joints the solver moved on each frame
+    targets: np.ndarray  # (F, T, 4, 4) target poses (NaN-free; identity where missing)
+    summaries: list[str]  # (F,) the readout line of each frame
+    milliseconds: np.ndarray  # (F,) solve time per frame
+
+    @property
+    def keyed(self) -> np.ndarray:
+        """(n,) bool: the joints to key — every joint active anywhere in the range."""
+        return self.active.any(axis=0)
+
+
+def solve_frames(
+    program: Program,
+    step: SolverStep,
+    inputs: Sequence[FrameInputs],
+    start: np.ndarray,
+    *,
+    solve: Callable | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> BakeSolution | None:
+    """Solve `step` on every frame of `inputs` in order, each seeded from the previous answer
+    (at rig precision). Returns None if `should_cancel` said so part-way."""
+    robot = step.robot
+    count = len(inputs)
+    current = rig_precision(np.clip(np.asarray(start, dtype=float), robot.lower, robot.upper))
+    previous = current.copy()
+    joints = np.empty((count, robot.dof))
+    converged = np.zeros(count, dtype=bool)
+    position_error = np.full(count, np.inf)
+    rotation_error = np.full(count, np.inf)
+    active = np.zeros((count, robot.dof), dtype=bool)
+    targets = np.tile(np.eye(4), (count, len(step.targets), 1, 1))
+    milliseconds = np.zeros(count)
+    links, summaries = [], []
+    for i, frame_input in enumerate(inputs):
+        if should_cancel is not None and should_cancel():
+            return None
+        frame_input = replace(frame_input, starts={**frame_input.starts, step.rig: current})
+        result = program.run_step(step, frame_input, solve)
+        links.append(tuple(result.solved_links))
+        summaries.append(result.summary)
+        milliseconds[i] = result.ms
+        for t, target in enumerate(step.targets):
+            pose = frame_input.controls.get(target.node)
+            if pose is not None and np.all(np.isfinite(pose)):
+                position, wxyz = pose_to_target(pose)
+                targets[i, t, :3, :3] = quaternion_to_matrix(wxyz)
+                targets[i, t, :3, 3] = position
+        if result.joints is None:  # nothing to write this frame: hold the previous pose
+            joints[i] = previous
+        else:
+            joints[i] = result.joints
+            active[i] = active_joints(robot, step, result.solved_links)
+            converged[i] = bool(result.converged)
+            if result.result is not None:
+                position_error[i] = result.result.position_error
+                rotation_error[i] = result.result.rotation_error
+            previous = joints[i].copy()
+        current = rig_precision(joints[i])
+        if progress is not None:
+            progress(i + 1, count)
+    frames = np.array([float(f.frame) for f in inputs])
+    return BakeSolution(robot, frames, joints, converged, position_error, rotation_error, links, active, targets,
+                        summaries, milliseconds)
+
+
+# ---- checks ---------------------------------------------------------------------------------
+
+@dataclass
+class BakeReport:
+    """What a bake found. Frame lists are sorted frame numbers (ints)."""
+
+    frames: int
+    converged: int
+    max_position_error: float
+    max_rotation_error: float
+    not_converged: list[int] = field(default_factory=list)
+    near_limit: dict[int, list[str]] = field(default_factory=dict)  # frame -> joints within the margin
+    too_fast: dict[int, list[str]] = field(default_factory=dict)  # frame -> joints over their speed limit
+    flips: list[int] = field(default_factory=list)
+
+    @property
+    def flagged(self) -> list[int]:
+        return sorted(set(self.not_converged) | set(self.near_limit) | set(self.too_fast) | set(self.flips))
+
+    def reasons(self, frame: int) -> list[str]:
+        """Short words for why a frame is flagged ("not converged", "near limit", ...)."""
+        words = []
+        if frame in self.not_converged:
+            words.append("not converged")
+        if frame in self.near_limit:
+            words.append("near limit: " + ", ".join(self.near_limit[frame]))
+        if frame in self.too_fast:
+            words.append("too fast: " + ", ".join(self.too_fast[frame]))
+        if frame in self.flips:
+            words.append("branch flip")
+        return words
+
+    def counts(self) -> dict[str, int]:
+        return {"not_converged": len(self.not_converged), "near_limit": len(self.near_limit),
+                "too_fast": len(self.too_fast), "flips": len(self.flips), "flagged": len(self.flagged)}
+
+    def to_dict(self) -> dict:
+        """JSON-ready (no NaN or inf: an unmeasured error is None)."""
+        def finite(value):
+            return float(value) if np.isfinite(value) else None
+
+        return {
+            "frames": self.frames, "converged": self.converged,
+            "max_position_error": finite(self.max_position_error), "max_rotation_error": finite(self.max_rotation_error),
+            "flagged": self.flagged, "not_converged": self.not_converged,
+            "near_limit": {str(k): v for k, v in self.near_limit.items()},
+            "too_fast": {str(k): v for k, v in self.too_fast.items()}, "flips": self.flips,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BakeReport:
+        def number(value):
+            return float("inf") if value is None else float(value)
+
+        return cls(int(data["frames"]), int(data["converged"]), number(data["max_position_error"]),
+                   number(data["max_rotation_error"]), [int(f) for f in data.get("not_converged", [])],
+                   {int(k): list(v) for k, v in data.get("near_limit", {}).items()},
+                   {int(k): list(v) for k, v in data.get("too_fast", {}).items()}, [int(f) for f in data.get("flips", [])])
+
+
+def arm_reach(robot: RobotModel, link: str) -> float:
+    """A length that turns a target's travel into an angle: the distance from the first joint
+    of the chain to `link` at the zero configuration (at least 0.1 m)."""
+    chain = robot.chain(link)
+    movable = [j for j in chain if j.is_movable]
+    if not movable:
+        return 1.0
+    q = robot.zero_configuration()
+    base = link_pose(robot, q, movable[0].parent)[:3, 3]
+    tip = link_pose(robot, q, link)[:3, 3]
+    return max(0.1, float(np.linalg.norm(tip - base)))
+
+
+def check_bake(
+    solution: BakeSolution,
+    *,
+    fps: float = 24.0,
+    velocity_limits: np.ndarray | None = None,
+    limit_margin: float = LIMIT_MARGIN,
+    flip_min_jump: float = FLIP_MIN_JUMP,
+    flip_ratio: float = FLIP_RATIO,
+) -> BakeReport:
+    """Flag frames: not converged; a solved joint within `limit_margin` of its range from a limit;
+    a solved joint faster than its limit (`velocity_limits`, rad/s or m/s; the URDF's by default;
+    inf = none) at `fps`; a branch flip — a joint-space jump far larger than the target's motion.
+    A frame where the target link changes (a hand-off) is not checked for flips."""
+    robot = solution.robot
+    frames = solution.frames.astype(int)
+    q = solution.joints
+    active = solution.active
+    names = robot.actuated_joint_names
+    count = len(frames)
+    report = BakeReport(
+        frames=count,
+        converged=int(solution.converged.sum()),
+        # inf when some frame could not be solved at all (no usable control, unknown link)
+        max_position_error=float(solution.position_error.max(initial=0.0)),
+        max_rotation_error=float(solution.rotation_error.max(initial=0.0)),
+    )
+    if count == 0:
+        return report
+    report.not_converged = [int(f) for f in frames[~np.asarray(solution.converged, dtype=bool)]]
+
+    span = robot.upper - robot.lower
+    bounded = np.isfinite(span) & ~robot.is_continuous
+    margin = np.where(bounded, limit_margin * np.where(bounded, span, 0.0), 0.0)
+    near = bounded & ((q <= robot.lower + margin) | (q >= robot.upper - margin)) & active
+    for i in np.flatnonzero(near.any(axis=1)):
+        report.near_limit[int(frames[i])] = [names[j] for j in np.flatnonzero(near[i])]
+
+    if count > 1:
+        limits = robot.velocity_limits if velocity_limits is None else np.asarray(velocity_limits, dtype=float)
+        gaps = np.maximum(np.diff(solution.frames), 1e-9)[:, None]
+        speeds = np.abs(np.diff(q, axis=0)) * fps / gaps
+        moving = active[1:] | active[:-1]
+        fast = (speeds > limits[None, :]) & moving
+        for i in np.flatnonzero(fast.any(axis=1)):
+            report.too_fast[int(frames[i + 1])] = [names[j] for j in np.flatnonzero(fast[i])]
+
+        reach = {}
+        jumps = np.zeros(count - 1)
+        target_motion = np.zeros(count - 1)
+        for i in range(count - 1):
+            if solution.links[i] != solution.links[i + 1] or not solution.links[i + 1]:
+                jumps[i] = 0.0
+                continue
+            link_reach = [reach.setdefault(link, arm_reach(robot, link)) for link in solution.links[i + 1]]
+            step = np.abs(q[i + 1] - q[i]) * moving[i]
+            step = np.where(robot.is_prismatic, step / min(link_reach), step)
+            jumps[i] = step.max(initial=0.0)
+            a, b = solution.targets[i], solution.targets[i + 1]
+            travel = np.linalg.norm(b[:, :3, 3] - a[:, :3, 3], axis=-1) / np.array(link_reach)
+            turn = rotation_angle_between(a[:, :3, :3], b[:, :3, :3])
+            target_motion[i] = float(np.max(travel + turn))
+        flips = (jumps > flip_min_jump) & (jumps > flip_ratio * target_motion)
+        report.flips = [int(frames[i + 1]) for i in np.flatnonzero(flips)]
+    return report
