@@ -31,6 +31,7 @@ installed in the Python running this script.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -171,6 +172,22 @@ def wheel_cache(line: Line, platform: str) -> Path:
     return folder
 
 
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """An exclusive lock on a cache folder (POSIX; elsewhere no lock)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(folder / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class DownloadError(RuntimeError):
     pass
 
@@ -188,7 +205,8 @@ def download(requirements: list[str], line: Line, platform: str) -> list[Path]:
     for tag in PLATFORMS[platform]:
         command += ["--platform", tag]
     command += requirements
-    result = subprocess.run(command, capture_output=True, text=True)
+    with _locked(dest):  # two test workers may build at once; pip must not write a wheel twice
+        result = subprocess.run(command, check=False, capture_output=True, text=True)
     if result.returncode != 0:
         errors = [ln for ln in result.stderr.splitlines() if ln.startswith("ERROR") and "Ignored the following" not in ln]
         raise DownloadError("; ".join(errors) or result.stderr.strip()[-500:])
@@ -332,7 +350,7 @@ def blender_ext() -> Path:
 
 
 def run_blender_ext(*args: str) -> str:
-    result = subprocess.run([sys.executable, str(blender_ext()), *args], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, str(blender_ext()), *args], check=False, capture_output=True, text=True)
     output = (result.stdout + result.stderr).strip()
     if result.returncode != 0:
         raise SystemExit(f"blender_ext.py {args[0]} failed: {output}")
