@@ -1,0 +1,314 @@
+"""Rig presets: a node graph saved without naming any robot's links, to apply to any robot.
+
+A preset is a JSON file::
+
+    {
+      "kinema_preset": 1,
+      "name": "Reach with the tool",
+      "description": "One control; the tool point follows it.",
+      "nodes": [
+        {"name": "Robot", "kind": "robot"},
+        {"name": "Tool", "kind": "ik_target", "control": "bone",
+         "params": {"link": {"role": "tool_point"}, "position_weight": 1.0, "rotation_weight": 1.0},
+         "keys": {"link": [[1, {"role": "tool_point"}], [60, {"role": "wrist"}]]}},
+        {"name": "Solver", "kind": "solver", "params": {"backend": "pyroki", "live": true}},
+        {"name": "Swivel", "kind": "swivel", "values": {"swivel_angle": 0.0}}
+      ],
+      "links": [["Robot", "Robot", "Tool", "Robot"], ["Tool", "Target", "Solver", "Targets"]],
+      "requires": {"roles": ["elbow"], "arm_joints": 7}
+    }
+
+- A link is never written by name: ``{"role": "<role>"}`` (see `core.roles`) binds to the
+  robot's link for that role; ``{"link": "<name>"}`` (a link no role describes) binds only on
+  robots that have a link of that name.
+- ``params`` are the node's structural settings, as in `GraphSpec` (minus anything tied to one
+  rig: the rig, the control, the budget from Preferences). ``values`` are per-frame settings
+  (swivel angle, configuration index) set once. ``keys.link`` keys the target's link choice
+  (stepped) — a hand-off from one part of the arm to another.
+- ``"control": "bone"`` on an IK Target: applying the preset makes a control bone at the
+  link it aims at (as Add IK Target does), so nothing moves when the preset is applied.
+- Every Robot node binds to the rig the preset is applied to.
+- ``requires`` (optional): roles the preset needs even where no node names them (an arm on a
+  rail needs the rail), and the fewest revolute joints the arm must have (an elbow swivel
+  needs seven).
+
+`bind` resolves every role against one robot and returns the concrete plan, or the roles it
+could not bind with the reason for each; the Blender side (`presets_ui`) builds nothing unless
+everything bound.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import KinemaError
+from .graph import NODE_KINDS, GraphSpec, LinkSpec, NodeSpec
+from .robot import RobotModel
+from .roles import ROLES, RoleBinding, arm_joints, resolve_roles
+
+FORMAT_VERSION = 1
+#: Params that describe one rig, never saved in a preset.
+RIG_SPECIFIC_PARAMS = frozenset({"rig", "rig_is_armature", "control", "control_exists", "known_links", "budget_ms"})
+#: Params whose string value is a link name (saved as a role).
+LINK_PARAMS = frozenset({"link"})
+
+
+class PresetError(KinemaError):
+    """A preset file that cannot be read or used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    nodes: tuple[dict, ...]
+    links: tuple[tuple[str, str, str, str], ...]
+    path: Path | None = None
+    requires: dict = field(default_factory=dict)
+
+    @property
+    def roles(self) -> list[str]:
+        """Roles this preset needs, in `ROLES` order."""
+        found: set[str] = set(self.requires.get("roles", ()))
+        _collect_roles([dict(n) for n in self.nodes], found)
+        return [role for role in ROLES if role in found] + sorted(found - set(ROLES))
+
+    def to_json(self) -> dict:
+        data = {"kinema_preset": FORMAT_VERSION, "name": self.name, "description": self.description,
+                "nodes": [dict(n) for n in self.nodes], "links": [list(link) for link in self.links]}
+        if self.requires:
+            data["requires"] = dict(self.requires)
+        return data
+
+
+@dataclass
+class BoundPreset:
+    """A preset bound to one robot: a GraphSpec with real link names, plus what the spec does
+    not carry (which targets get a control bone, per-frame values, stepped link keys)."""
+
+    preset: Preset
+    spec: GraphSpec
+    roles: RoleBinding
+    controls: tuple[str, ...] = ()  # IK Target nodes that get a new control bone
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    link_keys: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+
+
+def _collect_roles(value: Any, found: set[str]) -> None:
+    if isinstance(value, dict):
+        if set(value) == {"role"}:
+            found.add(str(value["role"]))
+            return
+        for item in value.values():
+            _collect_roles(item, found)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _collect_roles(item, found)
+
+
+def _freeze(value: Any) -> Any:
+    """JSON lists -> tuples, so params stay hashable in a GraphSpec."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+# ---- reading and writing ------------------------------------------------------------------
+
+def preset_from_json(data: Any, source: str = "<preset>", path: Path | None = None) -> Preset:
+    """Check a preset's JSON and return it; a problem is one line naming `source`."""
+
+    def fail(problem: str):
+        raise PresetError(f"{source}: {problem}")
+
+    if not isinstance(data, dict):
+        fail("not a Kinema preset (expected a JSON object)")
+    version = data.get("kinema_preset")
+    if version != FORMAT_VERSION:
+        fail(f"not a Kinema preset of version {FORMAT_VERSION} (\"kinema_preset\": {version!r})")
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        fail("the preset has no name")
+    nodes = data.get("nodes")
+    if not isinstance(nodes, list) or not nodes:
+        fail("the preset has no nodes")
+    names = set()
+    for node in nodes:
+        if not isinstance(node, dict) or not isinstance(node.get("name"), str) or not node["name"]:
+            fail("every node needs a name")
+        if node["name"] in names:
+            fail(f"two nodes are named '{node['name']}'")
+        names.add(node["name"])
+        if node.get("kind") not in NODE_KINDS:
+            fail(f"node '{node['name']}' has unknown kind {node.get('kind')!r} (known: {', '.join(NODE_KINDS)})")
+        for key in ("params", "values", "keys"):
+            if not isinstance(node.get(key, {}), dict):
+                fail(f"node '{node['name']}': '{key}' must be an object")
+    links = data.get("links", [])
+    if not isinstance(links, list):
+        fail("'links' must be a list")
+    for link in links:
+        if not (isinstance(link, list) and len(link) == 4 and all(isinstance(x, str) for x in link)):
+            fail(f"a link must be [from_node, from_socket, to_node, to_socket], not {link!r}")
+        if link[0] not in names or link[2] not in names:
+            fail(f"link {link!r} names a node the preset does not have")
+    requires = data.get("requires", {})
+    if not isinstance(requires, dict) or not isinstance(requires.get("roles", []), list) \
+            or not isinstance(requires.get("arm_joints", 0), int):
+        fail("'requires' must be {\"roles\": [...], \"arm_joints\": n}")
+    found: set[str] = set(requires.get("roles", []))
+    _collect_roles(nodes, found)
+    unknown = sorted(found - set(ROLES))
+    if unknown:
+        fail(f"unknown role(s) {', '.join(unknown)} (known: {', '.join(ROLES)})")
+    return Preset(name.strip(), str(data.get("description", "")), tuple(nodes), tuple(tuple(x) for x in links), path,
+                  dict(requires))
+
+
+def load_preset(path: str | Path) -> Preset:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PresetError(f"{path}: cannot read the preset ({exc.strerror or exc})") from None
+    except json.JSONDecodeError as exc:
+        raise PresetError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    return preset_from_json(data, str(path), path)
+
+
+def save_preset(preset: Preset, path: str | Path) -> Path:
+    """Write `preset` as JSON (checked by reading it back the way `load_preset` will)."""
+    path = Path(path)
+    data = preset.to_json()
+    preset_from_json(json.loads(json.dumps(data)), str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def file_name(name: str) -> str:
+    """A preset's file name from its display name: "7-DoF arm with elbow swivel" -> "7_dof_arm_with_elbow_swivel.json"."""
+    stem = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "preset"
+    return f"{stem}.json"
+
+
+def find_preset(name: str, folders: list[Path]) -> Path:
+    """A preset by display name or file name (with or without .json), first folder first."""
+    wanted = {name.lower(), file_name(name)[:-5], Path(name).stem.lower()}
+    available = []
+    for folder in folders:
+        for path in sorted(Path(folder).glob("*.json")) if Path(folder).is_dir() else ():
+            try:
+                preset = load_preset(path)
+            except PresetError:
+                continue
+            available.append(preset.name)
+            if path.stem.lower() in wanted or preset.name.lower() in wanted:
+                return path
+    shown = ", ".join(f"'{n}'" for n in available) or "(none)"
+    raise PresetError(f"no preset named '{name}'; available presets: {shown}")
+
+
+# ---- from a graph, to a graph ----------------------------------------------------------------
+
+def _link_reference(link: str, binding: RoleBinding) -> dict:
+    role = binding.role_of(link)
+    return {"role": role} if role else {"link": link}
+
+
+def make_preset(spec: GraphSpec, binding: RoleBinding, name: str, description: str = "",
+                controls: tuple[str, ...] | None = None, values: dict[str, dict] | None = None,
+                link_keys: dict[str, list[tuple[float, str]]] | None = None) -> Preset:
+    """A preset from a graph built on one robot: every link becomes the role it fills there.
+
+    An IK Target with no link aims at the tool point (saved as that role). `controls` lists
+    the IK Targets that get a control bone when applied (default: all of them).
+    """
+    nodes = []
+    for node in spec.nodes:
+        params: dict[str, Any] = {}
+        for key, value in node.params:
+            if key in RIG_SPECIFIC_PARAMS:
+                continue
+            if key in LINK_PARAMS:
+                value = _link_reference(value or binding.link("tool_point"), binding)
+            elif node.kind == "link_switch" and key == "ranges":
+                value = [[first, _link_reference(link, binding)] for first, link in value]
+            elif isinstance(value, tuple):
+                value = list(value)
+            params[key] = value
+        entry: dict[str, Any] = {"name": node.name, "kind": node.kind}
+        if params:
+            entry["params"] = params
+        if node.kind == "ik_target" and (controls is None or node.name in controls):
+            entry["control"] = "bone"
+        if values and values.get(node.name):
+            entry["values"] = dict(values[node.name])
+        if link_keys and link_keys.get(node.name):
+            entry["keys"] = {"link": [[float(f), _link_reference(link, binding)] for f, link in link_keys[node.name]]}
+        nodes.append(entry)
+    links = tuple((x.from_node, x.from_socket, x.to_node, x.to_socket) for x in spec.links)
+    return preset_from_json({"kinema_preset": FORMAT_VERSION, "name": name, "description": description,
+                             "nodes": nodes, "links": [list(x) for x in links]}, name)
+
+
+def bind(preset: Preset, robot: RobotModel, overrides: dict[str, str] | None = None) -> tuple[BoundPreset | None, dict[str, str]]:
+    """Bind every role of `preset` to `robot` (roles inferred, `overrides` role -> link win).
+
+    Returns (plan, {}) when everything bound, else (None, {role or link: why not}).
+    """
+    binding = resolve_roles(robot, overrides)
+    unbound: dict[str, str] = {}
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and set(value) == {"role"}:
+            role = value["role"]
+            link = binding.link(role)
+            if link is None:
+                unbound[role] = binding.missing.get(role, "not a role this robot has")
+            return link
+        if isinstance(value, dict) and set(value) == {"link"}:
+            link = value["link"]
+            if link not in robot.links:
+                unbound[f"link '{link}'"] = "the preset names this link, and this robot has no link of that name"
+                return None
+            return link
+        if isinstance(value, dict):
+            return {k: resolve(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [resolve(v) for v in value]
+        return value
+
+    for role in preset.requires.get("roles", ()):
+        resolve({"role": role})
+    wanted_joints = int(preset.requires.get("arm_joints", 0))
+    if wanted_joints:
+        have = len(arm_joints(robot, binding.link("tool_point")))
+        if have < wanted_joints:
+            unbound["arm"] = f"needs an arm with {wanted_joints} revolute joints; '{robot.name}' has {have}"
+    nodes, controls, values, link_keys = [], [], {}, {}
+    for node in preset.nodes:
+        params = {k: _freeze(resolve(v)) for k, v in node.get("params", {}).items()}
+        nodes.append(NodeSpec.make(node["name"], node["kind"], **params))
+        if node["kind"] == "ik_target" and node.get("control") == "bone":
+            controls.append(node["name"])
+        if node.get("values"):
+            values[node["name"]] = dict(node["values"])
+        keys = node.get("keys", {}).get("link")
+        if keys:
+            link_keys[node["name"]] = [(float(frame), resolve(link)) for frame, link in keys]
+    if unbound:
+        return None, unbound
+    spec = GraphSpec(tuple(nodes), tuple(LinkSpec(*link) for link in preset.links))
+    return BoundPreset(preset, spec, binding, tuple(controls), values, link_keys), {}
+
+
+def describe_unbound(preset: Preset, robot_name: str, unbound: dict[str, str]) -> str:
+    """One line: which roles could not bind and why, and how to fix it."""
+    parts = "; ".join(f"{role.replace('_', ' ')}: {why}" for role, why in unbound.items())
+    return (f"preset '{preset.name}' cannot be applied to '{robot_name}': it could not bind {parts}. "
+            "Set the role by hand on the Robot node (Roles), or choose another preset. Nothing was changed.")
