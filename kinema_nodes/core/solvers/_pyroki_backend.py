@@ -26,7 +26,7 @@ import numpy as np
 from ._cache import LRU, cache_root
 
 #: Bump when the program's inputs, outputs or algorithm change: old export files are rebuilt.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 6
 _MAGIC = b"KINEMA-IK-EXPORT\n"
 
 _lock = threading.RLock()
@@ -105,6 +105,10 @@ def seed_count(chain_dof: int) -> int:
     return 8 if chain_dof <= 10 else 4
 
 
+SEED_BLOCKS = 16
+SEED_TABLE_SEED = 20240917
+
+
 class Layout:
     """Static facts about one (robot, links) problem, computed without JAX."""
 
@@ -117,9 +121,44 @@ class Layout:
         self.seeds = seed_count(self.k)
         self.lower = robot.lower[self.chain]
         self.upper = robot.upper[self.chain]
+        self.targets = len(links)
+        # One flat float32 input and output: a JAX call pays per argument and per result.
+        t = self.targets
+        self.input_sizes = (robot.dof, self.seeds * self.k, 3 * t, 4 * t, 2 * t, self.k, 2, 1, 1)
+        self.input_size = int(sum(self.input_sizes))
+        # Random seeds as fractions of each joint's range, drawn once: cold solves are
+        # reproducible and drawing costs nothing per call.
+        self.seed_fractions = np.random.default_rng(SEED_TABLE_SEED).random((SEED_BLOCKS, self.seeds, self.k))
+        self._free_masks: dict[bytes, np.ndarray] = {}
         key = json.dumps([FORMAT_VERSION, robot.fingerprint, list(links), self.seeds], separators=(",", ":"))
         self.key_text = key
         self.digest = hashlib.sha256(key.encode()).hexdigest()[:20]
+
+    def free_mask(self, free_joints: np.ndarray) -> np.ndarray:
+        """1.0 for chain variables the solver may move (given the problem's free joints)."""
+        key = free_joints.tobytes()
+        mask = self._free_masks.get(key)
+        if mask is None:
+            mask = self._free_masks[key] = np.isin(self.chain, free_joints).astype(np.float32)
+        return mask
+
+    def make_seeds(self, start: np.ndarray, free: np.ndarray, attempt: int) -> np.ndarray:
+        """Seeds within limits (continuous joints: start +- pi); held joints keep the start;
+        on the first attempt seed 0 is the start itself."""
+        chain_start = start[self.chain]
+        lower = np.where(np.isfinite(self.lower), self.lower, chain_start - np.pi)
+        upper = np.where(np.isfinite(self.upper), self.upper, chain_start + np.pi)
+        seeds = lower + self.seed_fractions[attempt % SEED_BLOCKS] * (upper - lower)
+        seeds = np.where(free > 0, seeds, chain_start)
+        if attempt == 0:
+            seeds[0] = chain_start
+        return seeds
+
+    def pack(self, base, seeds, positions, wxyz, weights, free, tolerances, max_iterations, cold) -> np.ndarray:
+        return np.concatenate([
+            base, seeds.reshape(-1), positions.reshape(-1), wxyz.reshape(-1), weights.reshape(-1), free, tolerances,
+            (float(max_iterations), 1.0 if cold else 0.0),
+        ]).astype(np.float32)
 
 
 def _pyroki_robot(robot):
@@ -133,8 +172,41 @@ def _pyroki_robot(robot):
     return pyroki.Robot.from_urdf(urdf)
 
 
+def _jacobian_tables(pk, robot, layout: Layout, to_pyroki: np.ndarray):
+    """Static tables for the analytic Jacobian: per target, PyRoki's index of the joint that
+    places the link, the moving joints above it, their local twists, and a matrix mapping
+    their columns onto the chain variables (mimic multipliers included)."""
+    parents = pk.joints.parent_indices
+    twists = np.asarray(pk.joints.twists, dtype=float)
+    actuated = pk.joints.actuated_indices
+    mimic_source = pk.joints.mimic_act_indices
+    multipliers = np.asarray(pk.joints.mimic_multiplier, dtype=float)
+    variable_of_ours = {int(j): v for v, j in enumerate(layout.chain)}
+    tables = []
+    for link in layout.links:
+        tip = pk.links.parent_joint_indices[pk.links.names.index(link)]
+        joints = []
+        j = tip
+        while j != -1:
+            source = mimic_source[j] if mimic_source[j] != -1 else actuated[j]
+            if source != -1 and np.any(twists[j] != 0):
+                joints.append((j, int(to_pyroki[source]), multipliers[j]))
+            j = parents[j]
+        joints.reverse()
+        selector = np.zeros((len(joints), layout.k))
+        for row, (_, ours, multiplier) in enumerate(joints):
+            selector[row, variable_of_ours[ours]] += multiplier
+        indices = np.array([j for j, _, _ in joints], dtype=int)
+        tables.append((tip, indices, twists[indices], selector))
+    return tables
+
+
 def _build_function(robot, layout: Layout):
-    """The pure JAX function for `layout` (traced once, then exported)."""
+    """The pure JAX function for `layout` (traced once, then exported).
+
+    Kinematics come from PyRoki (`Robot._forward_kinematics_joints`: the world pose of every
+    joint frame in one pass); the Jacobian is the geometric one assembled from those poses
+    and PyRoki's joint twists, which costs one FK instead of one per joint (autodiff)."""
     import jax
     import jax.numpy as jnp
     import jaxlie
@@ -143,33 +215,41 @@ def _build_function(robot, layout: Layout):
     our_index = {name: i for i, name in enumerate(robot.actuated_joint_names)}
     try:
         to_pyroki = np.array([our_index[name] for name in pk.joints.actuated_names], dtype=int)
-        link_rows = np.array([pk.links.names.index(link) for link in layout.links], dtype=int)
-    except (KeyError, ValueError) as exc:
-        raise RuntimeError(f"PyRoki's joint or link list differs from ours ({exc})") from None
+    except KeyError as exc:
+        raise RuntimeError(f"PyRoki's joint list differs from ours ({exc})") from None
     if len(to_pyroki) != robot.dof:
         raise RuntimeError(f"PyRoki sees {len(to_pyroki)} actuated joints, we see {robot.dof}")
+    tables = _jacobian_tables(pk, robot, layout, to_pyroki)
     chain = jnp.asarray(layout.chain)
     lower = jnp.asarray(layout.lower, dtype=jnp.float32)
     upper = jnp.asarray(layout.upper, dtype=jnp.float32)
-    unroll = layout.k <= 10
-
-    def residual(x, base, positions, wxyz, weights):
-        q = base.at[chain].set(x)
-        poses = pk.forward_kinematics(q[to_pyroki], unroll_fk=unroll)[link_rows]
-        current = jaxlie.SE3(poses)
-        rotation_error = (jaxlie.SO3(wxyz) @ current.rotation().inverse()).log()
-        position_error = positions - poses[:, 4:]
-        stacked = jnp.concatenate([position_error * weights[:, :1], rotation_error * weights[:, 1:]], axis=-1)
-        errors = jnp.stack([jnp.linalg.norm(position_error, axis=-1), jnp.linalg.norm(rotation_error, axis=-1)], axis=-1)
-        flat = stacked.reshape(-1)
-        return flat, (flat, errors)
+    unroll = pk.joints.num_joints <= 24
 
     def evaluate(x, base, positions, wxyz, weights):
-        jac, (flat, errors) = jax.jacfwd(residual, has_aux=True)(x, base, positions, wxyz, weights)
-        return flat, jac, errors
+        """Weighted residual (6T,), its Jacobian d residual / dx (6T, k), errors (T, 2)."""
+        q = base.at[chain].set(x)
+        joint_poses = pk._forward_kinematics_joints(q[to_pyroki], unroll)
+        residuals, jacobians, errors = [], [], []
+        for t, (tip, indices, twists, selector) in enumerate(tables):
+            pose = jaxlie.SE3(joint_poses[tip])
+            tip_position = joint_poses[tip, 4:]
+            rotation_error = (jaxlie.SO3(wxyz[t]) @ pose.rotation().inverse()).log()
+            position_error = positions[t] - tip_position
+            frames = joint_poses[indices]
+            rotations = jaxlie.SO3(frames[:, :4]).as_matrix()
+            linear = jnp.einsum("mij,mj->mi", rotations, twists[:, :3])
+            angular = jnp.einsum("mij,mj->mi", rotations, twists[:, 3:])
+            linear = linear + jnp.cross(angular, tip_position - frames[:, 4:])
+            columns = jnp.concatenate([linear * weights[t, 0], angular * weights[t, 1]], axis=-1).T  # (6, m)
+            jacobians.append(-(columns @ selector))
+            residuals.append(jnp.concatenate([position_error * weights[t, 0], rotation_error * weights[t, 1]]))
+            errors.append(jnp.stack([jnp.linalg.norm(position_error), jnp.linalg.norm(rotation_error)]))
+        return jnp.concatenate(residuals), jnp.concatenate(jacobians, axis=0), jnp.stack(errors)
 
     def solve(base, seeds, positions, wxyz, weights, free, tolerances, max_iterations, cold):
-        """base (n,) start configuration; seeds (S, k) chain values; free (k,) 1/0."""
+        """base (n,) start configuration; seeds (S, k) chain values, seeds[0] = the start's;
+        free (k,) 1/0. Warm: seed 0 alone first (the cheap, usual case); the other seeds only
+        when it fails. Cold: all seeds side by side from the beginning."""
         ok_weights = weights > 0
 
         def converged(errors):
@@ -180,10 +260,8 @@ def _build_function(robot, layout: Layout):
 
         def one_step(x, flat, jac, errors, cost, damping, done):
             jac = jac * free
-            jtj = jac.T @ jac
-            g = -(jac.T @ flat)
             eye = jnp.eye(x.shape[0], dtype=x.dtype)
-            step = jnp.linalg.solve(jtj + damping * eye, g)
+            step = jnp.linalg.solve(jac.T @ jac + damping * eye, -(jac.T @ flat))
             blocked = ((x <= lower) & (step < 0)) | ((x >= upper) & (step > 0))
             keep = (1.0 - blocked.astype(x.dtype)) * free
             jac2 = jac * keep
@@ -201,55 +279,63 @@ def _build_function(robot, layout: Layout):
             done = done | converged(errors) | (damping >= 1e6)
             return x, flat, jac, errors, cost, damping, done
 
-        x0 = jnp.clip(seeds, lower, upper)
-        flat0, jac0, errors0 = jax.vmap(evaluate, in_axes=(0, None, None, None, None))(x0, base, positions, wxyz, weights)
-        cost0 = cost_of(errors0)
-        damping0 = jnp.full(seeds.shape[0], 1e-3, dtype=x0.dtype)
-        done0 = converged(errors0)
+        def run(x0, iterations0, stop_on_any):
+            x0 = jnp.clip(x0, lower, upper)
+            flat0, jac0, errors0 = jax.vmap(evaluate, in_axes=(0, None, None, None, None))(x0, base, positions, wxyz, weights)
+            state = (x0, flat0, jac0, errors0, cost_of(errors0), jnp.full(x0.shape[0], 1e-3, dtype=x0.dtype), converged(errors0), iterations0)
 
-        def finished(state):
-            _, _, _, errors, _, _, done, iteration = state
+            def keep_going(state):
+                errors, done, iteration = state[3], state[6], state[7]
+                ok = converged(errors)
+                finished = jnp.where(stop_on_any, jnp.any(ok), ok[0] | (done[0] & jnp.any(ok))) | jnp.all(done)
+                return ~finished & (iteration < max_iterations)
+
+            def body(state):
+                *arrays, iteration = state
+                return (*jax.vmap(one_step)(*arrays), iteration + 1)
+
+            x, _, _, errors, cost, _, _, iteration = jax.lax.while_loop(keep_going, body, state)
             ok = converged(errors)
-            warm_finished = ok[0] | (done[0] & jnp.any(ok))
-            return jnp.where(cold, jnp.any(ok), warm_finished) | jnp.all(done) | (iteration >= max_iterations)
+            distance = jnp.sum((x - base[chain]) ** 2, axis=-1)
+            nearest = jnp.argmin(jnp.where(ok, distance, jnp.inf))
+            # Warm: the start's own descent wins whenever it converged (no branch flips).
+            best = jnp.where(jnp.any(ok), jnp.where(~stop_on_any & ok[0], 0, nearest), jnp.argmin(cost))
+            return x[best], errors[best], iteration, ok[best]
 
-        def body(state):
-            *arrays, iteration = state
-            arrays = jax.vmap(one_step)(*arrays)
-            return (*arrays, iteration + 1)
+        def warm_phase(_):
+            return run(seeds[:1], jnp.int32(0), False)
 
-        state = (x0, flat0, jac0, errors0, cost0, damping0, done0, jnp.int32(0))
-        state = jax.lax.while_loop(lambda s: ~finished(s), body, state)
-        x, _, _, errors, cost, _, _, iteration = state
-        ok = converged(errors)
-        start_x = base[chain]
-        distance = jnp.sum((x - start_x) ** 2, axis=-1)
-        # Warm: the start seed if it converged; else the converged seed nearest the start;
-        # else the lowest cost. Cold: the converged seed nearest the start.
-        score = jnp.where(ok, distance, 1e30 + cost)
-        score = jnp.where(~cold & ok[0], jnp.where(jnp.arange(score.shape[0]) == 0, -1.0, score), score)
-        best = jnp.argmin(score)
-        return x[best], errors[best], iteration, ok[best]
+        def skip_warm(_):
+            return seeds[0], jnp.full((positions.shape[0], 2), jnp.inf, dtype=seeds.dtype), jnp.int32(0), jnp.bool_(False)
 
-    return solve
+        first = jax.lax.cond(cold, skip_warm, warm_phase, None)
+
+        def batch_phase(_):
+            # Warm: the start's descent (which got stuck) carries on as seed 0.
+            return run(seeds.at[0].set(first[0]), first[2], cold)
+
+        return jax.lax.cond(first[3], lambda _: first, batch_phase, None)
+
+    sizes = layout.input_sizes
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+
+    def packed(vector):
+        part = [vector[offsets[i]:offsets[i + 1]] for i in range(len(sizes))]
+        t = layout.targets
+        x, errors, iterations, ok = solve(
+            part[0], part[1].reshape(layout.seeds, layout.k), part[2].reshape(t, 3), part[3].reshape(t, 4), part[4].reshape(t, 2),
+            part[5], part[6], part[7][0].astype(jnp.int32), part[8][0] > 0.5,
+        )
+        return jnp.concatenate([x, errors.reshape(-1), iterations.astype(jnp.float32)[None], ok.astype(jnp.float32)[None]])
+
+    return packed
 
 
-def _argument_specs(robot, layout: Layout, target_count: int):
+def _argument_specs(layout: Layout):
     import jax
     import jax.numpy as jnp
 
-    f32 = jnp.float32
-    return (
-        jax.ShapeDtypeStruct((robot.dof,), f32),
-        jax.ShapeDtypeStruct((layout.seeds, layout.k), f32),
-        jax.ShapeDtypeStruct((target_count, 3), f32),
-        jax.ShapeDtypeStruct((target_count, 4), f32),
-        jax.ShapeDtypeStruct((target_count, 2), f32),
-        jax.ShapeDtypeStruct((layout.k,), f32),
-        jax.ShapeDtypeStruct((2,), f32),
-        jax.ShapeDtypeStruct((), jnp.int32),
-        jax.ShapeDtypeStruct((), jnp.bool_),
-    )
+    return (jax.ShapeDtypeStruct((layout.input_size,), jnp.float32),)
 
 
 def export_path(layout: Layout) -> Path:
@@ -311,27 +397,24 @@ class CompiledSolver:
         self.from_disk = exported is not None
         if exported is None:
             function = _build_function(robot, layout)
-            exported = export.export(jax.jit(function))(*_argument_specs(robot, layout, len(links)))
+            exported = export.export(jax.jit(function))(*_argument_specs(layout))
             _save_export(layout, exported)
         self._call = jax.jit(exported.call)
         self._compiled = False
 
     def compile(self) -> None:
-        """Compile now (from the persistent cache when it has this program)."""
+        """Compile now (from the persistent cache when it has this program), by running it
+        once on zeros with no iterations, so the jit's fast dispatch path is ready."""
         if not self._compiled:
-            specs = _argument_specs(self.layout.robot, self.layout, len(self.layout.links))
-            self._call = self._call.lower(*specs).compile()
+            np.asarray(self._call(np.zeros(self.layout.input_size, dtype=np.float32)))
             self._compiled = True
 
     def __call__(self, base, seeds, positions, wxyz, weights, free, tolerances, max_iterations, cold):
         self.compile()
-        f32 = np.float32
-        out = self._call(
-            base.astype(f32), seeds.astype(f32), positions.astype(f32), wxyz.astype(f32), weights.astype(f32),
-            free.astype(f32), tolerances.astype(f32), np.int32(max_iterations), np.bool_(cold),
-        )
-        x, errors, iterations, ok = (np.asarray(a) for a in out)
-        return x.astype(float), errors.astype(float), int(iterations), bool(ok)
+        layout = self.layout
+        out = np.asarray(self._call(layout.pack(base, seeds, positions, wxyz, weights, free, tolerances, max_iterations, cold)))
+        k, t = layout.k, layout.targets
+        return out[:k].astype(float), out[k:k + 2 * t].reshape(t, 2).astype(float), int(out[-2]), bool(out[-1] > 0.5)
 
 
 def solver_for(robot, links: tuple[str, ...]) -> CompiledSolver:
@@ -352,30 +435,18 @@ def clear_solvers() -> None:
     _solvers.clear()
 
 
-def make_seeds(layout: Layout, start: np.ndarray, rng: np.random.Generator, free: np.ndarray, include_start: bool = True) -> np.ndarray:
-    """Random chain values within limits for the free joints; held joints keep the start."""
-    lower = np.where(np.isfinite(layout.lower), layout.lower, start[layout.chain] - np.pi)
-    upper = np.where(np.isfinite(layout.upper), layout.upper, start[layout.chain] + np.pi)
-    seeds = rng.uniform(lower, upper, size=(layout.seeds, layout.k))
-    seeds[:, free == 0] = start[layout.chain][free == 0]
-    if include_start:
-        seeds[0] = start[layout.chain]
-    return seeds
-
-
 def solve_pyroki(robot, problem, start: np.ndarray, targets, options, t0: float):
     """Same contract as `solve_numpy`: (q, errors-unused, iterations, converged, over_budget)."""
     solver = solver_for(robot, targets.links)
     layout = solver.layout
-    free = np.isin(layout.chain, problem.free).astype(float)
-    tolerances = np.array([options.position_tolerance, options.rotation_tolerance])
-    rng = np.random.default_rng(layout.k * 7919 + 17)
+    free = layout.free_mask(problem.free)
+    tolerances = (options.position_tolerance, options.rotation_tolerance)
     deadline = t0 + options.budget_ms / 1000.0
     total = 0
     best = None
     attempt = 0
     while True:
-        seeds = make_seeds(layout, start, rng, free, include_start=attempt == 0)
+        seeds = layout.make_seeds(start, free, attempt)
         x, errors, iterations, ok = solver(
             start, seeds, targets.positions, targets.wxyz, targets.weights, free, tolerances, options.max_iterations, options.cold
         )
