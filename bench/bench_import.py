@@ -61,9 +61,11 @@ def main() -> int:
         "## URDF import into Blender (`bench/bench_import.py`)",
         "",
         f"Command: `python bench/bench_import.py --repeats {args.repeats} --robots {' '.join(args.robots)}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; Python {platform.python_version()}, "
-        f"bpy {bpy.app.version_string}, trimesh {trimesh.__version__}. Each import into an empty file "
-        f"(every mesh read and built); median of {args.repeats}. Add-on registration + `import bpy`: {setup_s:.1f} s (not counted).",
+        (
+            f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; Python {platform.python_version()}, "
+            f"bpy {bpy.app.version_string}, trimesh {trimesh.__version__}. Each import into an empty file "
+            f"(every mesh read and built); median of {args.repeats}. Add-on registration + `import bpy`: {setup_s:.1f} s (not counted)."
+        ),
         "",
         "| robot | bones | mesh objects | vertices built | median s | min s | max s | target |",
         "|---|---|---|---|---|---|---|---|",
@@ -76,7 +78,7 @@ def main() -> int:
     results = Path(args.results)
     text = results.read_text() if results.exists() else "# Benchmark results\n"
     if START in text and END in text:
-        text = re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: section, text, flags=re.S)
+        text = re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: section, text, flags=re.DOTALL)
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     results.write_text(text)

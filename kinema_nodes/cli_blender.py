@@ -49,11 +49,17 @@ def blender_output_to_stderr():
         os.close(saved)
 
 
-def save_blend(bpy, path: str | Path) -> Path:
-    """Save the open file to `path` (folders made as needed); a clear error when it cannot be written."""
+def blend_path(path: str | Path) -> Path:
+    """An --out argument as an absolute .blend path (checked before any work is done)."""
     path = Path(path).resolve()
     if path.suffix.lower() != ".blend":
         raise KinemaError(f"--out '{path}' must end in .blend")
+    return path
+
+
+def save_blend(bpy, path: str | Path) -> Path:
+    """Save the open file to `path` (folders made as needed); a clear error when it cannot be written."""
+    path = blend_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -89,8 +95,12 @@ def add_arguments_import(parser):
 
 
 def run_import(args) -> int:
+    from .core.robot import load_robot
+
     values = parse_joint_values(args.joints)
     resolution = _resolution(args.resolution)
+    blend_path(args.out)
+    load_robot(args.urdf).configuration(values)  # a bad file or joint name fails before Blender starts
     started = time.perf_counter()
     bpy = headless_blender()
     from . import rig

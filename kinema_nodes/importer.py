@@ -17,7 +17,7 @@ import numpy as np
 from mathutils import Matrix
 
 from . import rig
-from .core.errors import KinemaError, RobotFileError
+from .core.errors import RobotFileError
 from .core.kinematics import link_poses
 from .core.robot import RobotModel, load_robot
 
@@ -88,7 +88,7 @@ def load_mesh_file(path: Path, scale: tuple[float, float, float], urdf_path: Pat
 
     try:
         scene = trimesh.load(str(path), force="scene")
-    except Exception as exc:  # trimesh and pycollada raise many kinds
+    except Exception as exc:  # noqa: BLE001 -- trimesh and pycollada raise many kinds
         raise RobotFileError(urdf_path, f"mesh '{path}' could not be read: {type(exc).__name__}: {exc}") from None
     vertices, faces, face_material, materials = [], [], [], []
     material_index: dict[tuple, int] = {}

@@ -16,7 +16,7 @@ class KINEMA_OT_import_urdf(bpy.types.Operator, ImportHelper):
 
     bl_idname = "kinema.import_urdf"
     bl_label = "Import URDF"
-    bl_options = {"REGISTER", "UNDO"}
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
 
     filename_ext = ".urdf"
     filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml", options={"HIDDEN"})
@@ -44,7 +44,7 @@ def _active_rig(context):
 
 
 class _RigOperator:
-    bl_options = {"REGISTER", "UNDO"}
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
 
     @classmethod
     def poll(cls, context):

@@ -5,7 +5,6 @@ Used by the `import` command's --render and reused by `configs`, `bake` and `dem
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import bpy

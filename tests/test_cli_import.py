@@ -10,7 +10,7 @@ import pytest
 
 
 def _run(*args: str):
-    return subprocess.run([sys.executable, "-m", "kinema_nodes", "import", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "kinema_nodes", "import", *args], capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_import_saves_a_posed_rig_and_renders_it(tmp_path):
@@ -33,7 +33,7 @@ def test_import_saves_a_posed_rig_and_renders_it(tmp_path):
             "from kinema_nodes import rig; obj = bpy.data.objects['arm6'];"
             "print(json.dumps(dict(zip(rig.robot_for_rig(obj).actuated_joint_names, rig.read_joint_values(obj, rig.robot_for_rig(obj)).tolist()))))"
         )],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, check=False,
     )
     assert check.returncode == 0, check.stderr
     saved = json.loads(check.stdout.strip().splitlines()[-1])
@@ -51,7 +51,7 @@ def test_import_saves_a_posed_rig_and_renders_it(tmp_path):
     ],
 )
 def test_user_errors_are_one_line_and_exit_2(tmp_path, args, words):
-    result = subprocess.run([sys.executable, "-m", "kinema_nodes", "import", *args], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    result = subprocess.run([sys.executable, "-m", "kinema_nodes", "import", *args], capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False)
     assert result.returncode == 2
     assert words in result.stderr and result.stderr.count("\n") == 1
     assert result.stdout == ""

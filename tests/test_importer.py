@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import trimesh
 import yourdfpy
-
 from conftest import real_robot_path
+
 from kinema_nodes import rig
 from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.rotations import rotation_angle_between

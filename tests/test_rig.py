@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 from kinema_nodes import rig
 from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.kinematics import link_poses
