@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core.graph import GraphSpec, LinkSpec
+from .core.graph import GraphSpec
 from .core.program import FrameInputs, Program, StepResult, compile_program
+from .groups import node_by_path
 from .tree import TREE_IDNAME
 
 _dirty: set[int] = set()
@@ -43,23 +44,21 @@ def kinema_trees(data=None):
 # ---- snapshot & compile ----------------------------------------------------------------
 
 def snapshot(tree) -> GraphSpec:
-    """The tree as plain data. Muted nodes and links are left out; links Blender marks invalid
-    (a cycle, a wrong socket type) are kept, so validation can say what is wrong with them."""
-    nodes = tuple(node.to_spec() for node in tree.nodes if hasattr(node, "to_spec") and not node.mute)
-    names = {n.name for n in nodes}
-    links = tuple(
-        LinkSpec(link.from_node.name, link.from_socket.name, link.to_node.name, link.to_socket.name)
-        for link in tree.links
-        if not link.is_muted and link.from_node.name in names and link.to_node.name in names
-    )
-    return GraphSpec(nodes, links)
+    """The tree as plain data, with every node group it uses flattened in (nodes inside a group
+    are named by their path, "Group/IK Target"; see `groups.flatten`). Muted nodes and links
+    are left out; links Blender marks invalid (a cycle, a wrong socket type) are kept, so
+    validation can say what is wrong with them. A tree used as a group gives an empty spec."""
+    from .groups import flatten
+
+    return flatten(tree)
 
 
 def _robots_of(tree) -> dict:
+    from .groups import all_nodes
     from .rig import is_rig, robot_for_rig
 
     robots = {}
-    for node in tree.nodes:
+    for node in all_nodes(tree):
         rig = getattr(node, "rig", None) if node.bl_idname == "KinemaRobotNode" else None
         if rig is not None and is_rig(rig) and rig.name not in robots:
             try:
@@ -126,15 +125,15 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
     rig = _rig_object(tree, program, step)
     controls, links = {}, {}
     for target in step.targets:
-        node = tree.nodes[target.node]
+        node = node_by_path(tree, target.node)
         controls[target.node] = control_pose(node, rig)
         links[target.node] = node.link_at_frame(step.robot)
-    values = {name: tree.nodes[name].frame_values() for name in step.passthrough if hasattr(tree.nodes[name], "frame_values")}
+    values = {name: node_by_path(tree, name).frame_values() for name in step.passthrough if hasattr(node_by_path(tree, name), "frame_values")}
     return FrameInputs(frame, controls, {step.rig: read_joint_values(rig, step.robot)}, links, values)
 
 
 def _rig_object(tree, program: Program, step):
-    return tree.nodes[_robot_node_of(program, step)].rig
+    return node_by_path(tree, _robot_node_of(program, step)).rig
 
 
 def _fingerprint(inputs: FrameInputs, program: Program, step) -> bytes:
@@ -164,7 +163,7 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
     frame = bpy.context.scene.frame_current if frame is None else frame
     results = []
     for step in program.steps:
-        solver = tree.nodes[step.node]
+        solver = node_by_path(tree, step.node)
         if not force and (not solver.live or solver.over_budget):
             continue
         inputs = frame_inputs(tree, program, step, frame)
@@ -226,6 +225,6 @@ def warm_up_tree(tree) -> float:
     seconds = 0.0
     for step in program.steps:
         if step.backend == "pyroki":
-            links = tuple(tree.nodes[t.node].link_at_frame(step.robot) for t in step.targets)
+            links = tuple(node_by_path(tree, t.node).link_at_frame(step.robot) for t in step.targets)
             seconds += warm_up(step.robot, links, step.options)
     return seconds

@@ -97,6 +97,7 @@ CATEGORIES = (
     ("KINEMA_MT_add_input", "Input", ("KinemaRobotNode", "KinemaIKTargetNode", "KinemaLinkSwitchNode")),
     ("KINEMA_MT_add_solve", "Solve", ("KinemaSolverNode", "KinemaSwivelNode", "KinemaConfigurationNode")),
     ("KINEMA_MT_add_output", "Output", ("KinemaBakeNode",)),
+    ("KINEMA_MT_add_group", "Group", ("KinemaGroupNode",)),
 )
 
 

@@ -1,0 +1,64 @@
+"""Group node: runs another Kinema tree (a node group) as if its nodes were here.
+
+The group's inputs and outputs are the group tree's interface sockets (Group Input / Group
+Output nodes inside). The node computes nothing: the evaluator flattens groups into one plain
+graph when it compiles (`groups.flatten`), so a group costs nothing per frame. Editing the
+group tree changes every Group node that uses it.
+
+Registered through `groups.CLASSES` (with the operators that make and edit groups).
+"""
+
+import bpy
+
+from ..tree import TREE_IDNAME
+
+GROUP_IDNAME = "KinemaGroupNode"
+
+
+class KinemaGroupNode(bpy.types.NodeCustomGroup):
+    """A node group: another Kinema tree used here; edit it once, every user changes"""
+
+    bl_idname = GROUP_IDNAME
+    bl_label = "Group"
+    bl_icon = "NODETREE"
+
+    @classmethod
+    def poll(cls, tree):
+        return tree.bl_idname == TREE_IDNAME
+
+    def init(self, context):
+        self.width = 180
+
+    def update(self):
+        from ..groups import sync_sockets
+
+        sync_sockets(self)
+
+    def draw_buttons(self, context, layout):
+        layout.template_ID(self, "node_tree")
+        if self.node_tree is not None:
+            layout.operator("kinema.group_edit", text="Edit Group", icon="NODETREE").node = self.name
+        for line in self.kinema_error.split("; ") if self.kinema_error else ():
+            layout.label(text=line, icon="ERROR")
+
+    def draw_label(self):
+        return self.node_tree.name if self.node_tree is not None else "Group"
+
+    # The evaluator writes `kinema_error` on every node after compiling; a group's errors are
+    # those of the nodes inside it (named "<group node>/<node>"), read from the compiled
+    # program instead of stored, so one edit of the group shows on every user.
+    @property
+    def kinema_error(self) -> str:
+        from ..groups import group_problems
+
+        return group_problems(self)
+
+    @kinema_error.setter
+    def kinema_error(self, value) -> None:
+        pass
+
+    kinema_note = ""
+
+    def draw_messages(self, layout):
+        if self.kinema_error:
+            layout.label(text=self.kinema_error, icon="ERROR")
