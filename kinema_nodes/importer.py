@@ -473,6 +473,11 @@ def _build(context, robot, urdf_text, rest, length, items, arrays, meshes, mater
     arm_obj = bpy.data.objects.new(robot.name, armature)
     created.objects.append(arm_obj)
     collection.objects.link(arm_obj)
+    if arm_obj.name not in context.view_layer.objects:
+        # the active collection is excluded from this view layer: use the scene's own collection,
+        # since bones can only be made on an object the view layer shows
+        parent_collection.children.unlink(collection)
+        context.scene.collection.children.link(collection)
     arm_obj.show_in_front = True
     armature.display_type = "OCTAHEDRAL"
 

@@ -33,6 +33,9 @@ class KINEMA_OT_import_urdf(bpy.types.Operator, ImportHelper):
         except KinemaError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        except Exception as exc:  # noqa: BLE001 -- the importer has already removed what it made
+            self.report({"ERROR"}, f"Import of '{self.filepath}' failed: {type(exc).__name__}: {exc}")
+            return {"CANCELLED"}
         robot = rig.robot_for_rig(rig_object)
         self.report({"INFO"}, f"Imported '{robot.name}': {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'")
         return {"FINISHED"}

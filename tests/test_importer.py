@@ -223,3 +223,16 @@ def test_import_twice_gives_independent_rigs_sharing_meshes(blender, robots):
     matrices = _bone_matrices(bpy, second, robot_again.links)
     np.testing.assert_allclose(matrices, link_poses(robot_again, q), atol=2e-6)
     assert all(c.data.users >= 1 and len(c.data.vertices) for c in second.children)
+
+
+def test_import_into_an_excluded_active_collection_still_builds_the_rig(blender):
+    bpy = blender
+    hidden = bpy.data.collections.new("excluded")
+    bpy.context.scene.collection.children.link(hidden)
+    layer = bpy.context.view_layer.layer_collection.children["excluded"]
+    layer.exclude = True
+    bpy.context.view_layer.active_layer_collection = bpy.context.view_layer.layer_collection
+    with bpy.context.temp_override(collection=hidden):
+        obj = _import(bpy, "arm6")
+    assert obj.name in bpy.context.view_layer.objects and len(obj.data.bones) == 10
+    assert obj.users_collection[0].name in bpy.context.scene.collection.children and not hidden.children
