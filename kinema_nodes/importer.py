@@ -9,6 +9,7 @@ several imports are built once: a mesh data-block remembers the file and scale i
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from .core.robot import RobotModel, load_robot
 MAX_NAME_BYTES = 63
 #: Colour of geometry that names none (linear RGBA).
 DEFAULT_COLOUR = (0.6, 0.6, 0.62, 1.0)
+#: XML a COLLADA file never needs and that can expand without bound or read other files.
+_XML_DECLARATIONS = re.compile(rb"<!(ENTITY|DOCTYPE)", re.IGNORECASE)
 #: Edges sharper than this keep a hard edge on smooth-shaded meshes.
 SHARP_ANGLE = math.radians(35.0)
 
@@ -86,6 +89,13 @@ def load_mesh_file(path: Path, scale: tuple[float, float, float], urdf_path: Pat
     """A mesh file (STL, OBJ, DAE, ...) as triangles in metres, each part with its colour."""
     import trimesh
 
+    if path.suffix.lower() == ".dae":
+        try:
+            head = path.read_bytes()
+        except OSError as exc:
+            raise RobotFileError(urdf_path, f"mesh '{path}' cannot be read: {exc.strerror or exc}") from None
+        if _XML_DECLARATIONS.search(head):
+            raise RobotFileError(urdf_path, f"mesh '{path}' declares a DOCTYPE or XML entities; refused (COLLADA never needs them)")
     try:
         scene = trimesh.load(str(path), force="scene")
     except Exception as exc:  # noqa: BLE001 -- trimesh and pycollada raise many kinds

@@ -161,6 +161,7 @@ BAD_URDFS = {
         <link name="b"><visual><geometry><mesh filename="broken.dae"/></geometry></visual></link>
         <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
         <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>""",
+    "entity_mesh": """<robot name="x"><link name="a"><visual><geometry><mesh filename="entity.dae"/></geometry></visual></link></robot>""",
     "loop": """<robot name="x"><link name="a"/><link name="b"/>
         <joint name="j1" type="fixed"><parent link="a"/><child link="b"/></joint>
         <joint name="j2" type="fixed"><parent link="b"/><child link="a"/></joint></robot>""",
@@ -171,6 +172,7 @@ BAD_URDFS = {
 def test_bad_file_reports_clearly_and_leaves_nothing(blender, tmp_path, case):
     bpy = blender
     (tmp_path / "broken.dae").write_text("<COLLADA>this is not a mesh")
+    (tmp_path / "entity.dae").write_text('<?xml version="1.0"?><!DOCTYPE c [<!ENTITY e SYSTEM "/etc/passwd">]><COLLADA>&e;</COLLADA>')
     path = _write(tmp_path / f"{case}.urdf", BAD_URDFS[case])
     _import(bpy, "arm6")  # something already in the file, which must stay as it is
     before = _counts(bpy)
