@@ -179,7 +179,8 @@ def _join(parts: list[BakeSolution]) -> BakeSolution:
     joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in
               ("frames", "joints", "converged", "position_error", "rotation_error", "active", "targets", "milliseconds")}
     return BakeSolution(first.robot, links=[link for p in parts for link in p.links],
-                        summaries=[s for p in parts for s in p.summaries], **joined)
+                        summaries=[s for p in parts for s in p.summaries], backends=set().union(*(p.backends for p in parts)),
+                        **joined)
 
 
 def bake_tree(tree, frame_start: int | None = None, frame_end: int | None = None, *, progress=None,

@@ -403,6 +403,7 @@ def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float,
         "joints_out": str(Path(joints_out).resolve()) if joints_out else None,
         "report": str(Path(report_png).resolve()) if report_png else None,
         "keyed_joints": result.keyed_joints,
+        "solver": sorted(result.solution.backends),
         "checks": {k: v for k, v in report.to_dict().items() if k in ("not_converged", "near_limit", "too_fast", "flips")},
     }
     from .baking import frame_ranges

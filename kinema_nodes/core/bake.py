@@ -63,6 +63,7 @@ class BakeSolution:
     targets: np.ndarray  # (F, T, 4, 4) target poses (NaN-free; identity where missing)
     summaries: list[str]  # (F,) the readout line of each frame
     milliseconds: np.ndarray  # (F,) solve time per frame
+    backends: set[str] = field(default_factory=set)  # solver backends that ran (a PyRoki failure falls back to NumPy)
 
     @property
     def keyed(self) -> np.ndarray:
@@ -94,6 +95,7 @@ def solve_frames(
     targets = np.tile(np.eye(4), (count, len(step.targets), 1, 1))
     milliseconds = np.zeros(count)
     links, summaries = [], []
+    backends: set[str] = set()
     for i, frame_input in enumerate(inputs):
         if should_cancel is not None and should_cancel():
             return None
@@ -115,6 +117,7 @@ def solve_frames(
             active[i] = active_joints(robot, step, result.solved_links)
             converged[i] = bool(result.converged)
             if result.result is not None:
+                backends.add(result.result.backend)
                 position_error[i] = result.result.position_error
                 rotation_error[i] = result.result.rotation_error
             previous = joints[i].copy()
@@ -123,7 +126,7 @@ def solve_frames(
             progress(i + 1, count)
     frames = np.array([float(f.frame) for f in inputs])
     return BakeSolution(robot, frames, joints, converged, position_error, rotation_error, links, active, targets,
-                        summaries, milliseconds)
+                        summaries, milliseconds, backends)
 
 
 # ---- checks ---------------------------------------------------------------------------------

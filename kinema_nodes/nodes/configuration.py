@@ -15,7 +15,11 @@ class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
     kind = "configuration"
     frame_settings = ("configuration_index",)
 
-    configuration_index: bpy.props.IntProperty(name="Configuration", min=0, update=_dirty)
+    configuration_index: bpy.props.IntProperty(
+        name="Configuration", min=0, update=_dirty,
+        description="0: the solver's own answer (nearest where the arm was). 1, 2, ...: the distinct configurations "
+                    "ordered from the robot's home pose, the same branch on every frame. Key it (stepped) or drive it "
+                    "to change configuration on purpose")
 
 
 CLASSES = (KinemaConfigurationNode,)

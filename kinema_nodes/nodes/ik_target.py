@@ -69,12 +69,27 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
         name = self.control_object.name if self.control_object else self.control_name
         return f"{name}:{self.control_bone}" if name and self.control_bone else name
 
-    def link_at_frame(self, robot) -> str:
-        """The link this target aims at now: the keyed index if set, else Target Bone, else the tool point."""
+    def link_at_frame(self, robot, frame: float | None = None) -> str:
+        """The link this target aims at now: a Link Switch wired into Link, else the keyed index
+        if set, else Target Bone, else the tool point. (The switch is asked here too so that the
+        evaluator sees the choice change with the frame and solves again.)"""
+        switched = self.switched_link(frame)
+        if switched and switched in robot.links:
+            return switched
         index = self.link_index
         if 0 < index <= len(robot.links):
             return robot.links[index - 1]
         return self.link_name or robot.tool_point
+
+    def switched_link(self, frame: float | None = None) -> str | None:
+        """The link chosen by a Link Switch node wired into the Link input, if any."""
+        for link in self.inputs["Link"].links:
+            chooser = getattr(link.from_node, "link_at", None)
+            if chooser is not None and not link.is_muted and not link.from_node.mute:
+                if frame is None:
+                    frame = bpy.context.scene.frame_current
+                return chooser(frame)
+        return None
 
     def to_spec(self) -> NodeSpec:
         return NodeSpec.make(
@@ -83,4 +98,76 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
         )
 
 
-CLASSES = (KinemaIKTargetNode,)
+def is_link_animated(target) -> bool:
+    """True when the target's link choice is keyed (a hand-off): then a switch keys it too."""
+    animation = target.id_data.animation_data
+    if animation is None or animation.action is None:
+        return False
+    from ..ik_panel import _fcurves
+
+    return any(f.data_path == f'nodes["{target.name}"].link_index' for f in _fcurves(target.id_data))
+
+
+def switch_target_link(context, rig, target, link: str, key: bool | None = None) -> str:
+    """Aim `target` at `link` without a jump: the control is snapped onto the new link's current
+    pose first, then the choice is set (and keyed, stepped, when `key` or when the choice is
+    already keyed). Returns the link."""
+    from .. import evaluator
+    from ..ik_panel import key_target_link, snap_to_tool
+    from ..rig import robot_for_rig
+
+    robot = robot_for_rig(rig)
+    link = robot.check_link(link)
+    if key is None:
+        key = is_link_animated(target)
+    if key:
+        key_target_link(target, robot, link, context.scene.frame_current)
+    else:
+        target.link_index = 0
+        target.link_name = link
+    snap_to_tool(rig, target)  # puts the control on the link now aimed at
+    evaluator.mark_dirty(target.id_data)
+    return link
+
+
+class KINEMA_OT_switch_target_bone(bpy.types.Operator):
+    """Aim the IK target at another bone; the control snaps onto it so the arm does not jump"""
+
+    bl_idname = "kinema.switch_target_bone"
+    bl_label = "Switch Target Bone"
+    bl_options = {"REGISTER", "UNDO"}
+    bl_property = "link"
+
+    target: bpy.props.StringProperty(name="Target", description="IK Target node (default: the rig's first)")
+    link: bpy.props.StringProperty(name="Link", description="Bone to aim at")
+    key: bpy.props.EnumProperty(name="Key", items=[("AUTO", "Auto", "Key when the choice is already keyed"),
+                                                   ("KEY", "Key", "Key the choice at this frame (stepped)"),
+                                                   ("NO", "Don't Key", "Set the choice without a key")], default="AUTO")
+
+    @classmethod
+    def poll(cls, context):
+        from ..ik_panel import active_rig
+
+        return active_rig(context) is not None
+
+    def execute(self, context):
+        from ..core.errors import KinemaError
+        from ..ik_panel import active_rig, rig_tree, target_nodes
+
+        rig = active_rig(context)
+        tree = rig_tree(rig)
+        targets = target_nodes(tree, rig) if tree else []
+        target = tree.nodes.get(self.target) if (tree and self.target) else (targets[0] if targets else None)
+        if target is None:
+            self.report({"ERROR"}, "this rig has no IK target")
+            return {"CANCELLED"}
+        try:
+            link = switch_target_link(context, rig, target, self.link, {"AUTO": None, "KEY": True, "NO": False}[self.key])
+        except KinemaError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Solving to '{link}'")
+        return {"FINISHED"}
+
+
+CLASSES = (KinemaIKTargetNode, KINEMA_OT_switch_target_bone)

@@ -1,0 +1,181 @@
+"""Target-link hand-off, Link Switch, rails and fingers, in real Blender with real robots."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kinema_nodes.core.graph import GraphSpec, LinkSpec, NodeSpec
+from kinema_nodes.core.kinematics import link_pose
+from kinema_nodes.core.program import FrameInputs, compile_program
+from kinema_nodes.core.rotations import rotation_angle_between
+
+ARM6_START = [0.2, -1.2, 1.2, -0.5, 0.5, 0.0]
+
+
+def _import(bpy, name):
+    from kinema_nodes.importer import import_urdf
+
+    return import_urdf(bpy.context, name)
+
+
+def _robot(rig):
+    from kinema_nodes.rig import robot_for_rig
+
+    return robot_for_rig(rig)
+
+
+def _joints(rig):
+    from kinema_nodes.rig import read_joint_values
+
+    return read_joint_values(rig, _robot(rig))
+
+
+def _pose(rig, q):
+    from kinema_nodes.rig import write_joint_values
+
+    write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
+
+
+def _settle(bpy):
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+
+
+def _add_target(bpy, rig, link=None):
+    from kinema_nodes.ik_panel import add_ik_target
+
+    bpy.context.view_layer.objects.active = rig
+    tree, target, solver = add_ik_target(bpy.context, rig, link, backend="NUMPY")
+    solver.use_own_budget, solver.budget_ms = True, 10_000.0
+    return tree, target, solver
+
+
+def _reaches(rig, target, link, tolerance=1e-5):
+    control = np.array(rig.pose.bones[target.control_bone].matrix, dtype=float)
+    tool = np.array(rig.pose.bones[link].matrix, dtype=float)
+    return np.abs(tool[:3, 3] - control[:3, 3]).max() < tolerance and rotation_angle_between(tool, control) < tolerance
+
+
+def test_keyed_hand_off_to_joint_3_and_back_steps_on_the_keyed_frames_only(blender):
+    from kinema_nodes.nodes.ik_target import switch_target_link
+
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    _pose(rig, ARM6_START)
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    robot = _robot(rig)
+    joint_3_link = robot.joint_by_name[robot.actuated_joint_names[2]].child  # forearm_link
+    scene = bpy.context.scene
+    keys = {1: robot.tool_point, 10: joint_3_link, 20: robot.tool_point}
+    for frame, link in keys.items():
+        scene.frame_set(frame)
+        switch_target_link(bpy.context, rig, target, link, key=True)
+        _settle(bpy)
+    seen = {}
+    for frame in list(range(1, 26)) + list(range(25, 0, -1)):
+        scene.frame_set(frame)
+        expected = joint_3_link if 10 <= frame < 20 else robot.tool_point
+        assert solver.solving_to == expected, (frame, solver.solving_to)
+        seen.setdefault(solver.solving_to, set()).add(frame)
+    assert set(seen) == {robot.tool_point, joint_3_link}  # no frame solved a link never asked for
+    assert seen[joint_3_link] == set(range(10, 20))
+
+
+def test_switching_the_target_bone_snaps_the_control_so_nothing_jumps(blender):
+    from kinema_nodes.nodes.ik_target import switch_target_link
+
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    _pose(rig, ARM6_START)
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    before = _joints(rig)
+    switch_target_link(bpy.context, rig, target, "wrist_2_link", key=False)
+    _settle(bpy)
+    assert solver.solving_to == "wrist_2_link"
+    assert np.abs(_joints(rig) - before).max() < 1e-6
+    assert _reaches(rig, target, "wrist_2_link")
+
+
+def test_link_switch_node_picks_the_link_by_frame_range_and_by_a_driven_value(blender):
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    _pose(rig, ARM6_START)
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    switch = tree.nodes.new("KinemaLinkSwitchNode")
+    switch.add_range(1, "tool_tcp")
+    switch.add_range(5, "wrist_1_link")
+    tree.links.new(switch.outputs["Link"], target.inputs["Link"])
+    scene = bpy.context.scene
+    for frame in range(1, 9):
+        scene.frame_set(frame)
+        assert solver.solving_to == ("wrist_1_link" if frame >= 5 else "tool_tcp"), frame
+    switch.mode = "VALUE"
+    switch.value = 0.0
+    scene.frame_set(8)
+    _settle(bpy)
+    assert solver.solving_to == "tool_tcp"
+    switch.value = 7.0
+    _settle(bpy)
+    assert solver.solving_to == "wrist_1_link"
+
+
+def test_link_switch_by_value_in_core(robots):
+    robot = robots("arm6")
+    spec = GraphSpec(
+        (NodeSpec.make("Robot", "robot", rig="arm"), NodeSpec.make("Target", "ik_target", control="c", control_exists=True),
+         NodeSpec.make("Solver", "solver", backend="numpy"),
+         NodeSpec.make("Switch", "link_switch", mode="value", value=2.5, ranges=((0.0, "tool_tcp"), (2.0, "wrist_2_link")))),
+        (LinkSpec("Robot", "Robot", "Target", "Robot"), LinkSpec("Target", "Target", "Solver", "Targets"),
+         LinkSpec("Switch", "Link", "Target", "Link")),
+    )
+    program = compile_program(spec, {"arm": robot})
+    assert program.ok
+    q = np.array(ARM6_START)
+    (result,) = program.run(FrameInputs(100, {"Target": link_pose(robot, q, "wrist_2_link")}, {"arm": q}))
+    assert result.solved_links == ("wrist_2_link",) and result.converged
+
+
+def test_rail_is_held_by_hand_and_the_arm_reaches_from_where_it_is(blender):
+    from kinema_nodes.rig import set_joint_value
+
+    bpy = blender
+    rig = _import(bpy, "rail_arm6")
+    robot = _robot(rig)
+    _pose(rig, [0.5, *ARM6_START])
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    rail = robot.joint_index("rail_joint")
+    # drag the rail: the arm's base moves and the arm reaches back to the unchanged control
+    set_joint_value(rig, robot, "rail_joint", 0.7)
+    by_hand = _joints(rig)[rail]  # as the rig stores it (float32)
+    assert abs(by_hand - 0.7) < 1e-6
+    _settle(bpy)
+    assert _joints(rig)[rail] == by_hand
+    assert solver.summary.startswith("converged"), solver.summary
+    assert _reaches(rig, target, robot.tool_point)
+    # move the control: the solver never touches the rail
+    rig.pose.bones[target.control_bone].location = (0.03, -0.02, 0.04)
+    _settle(bpy)
+    assert _joints(rig)[rail] == by_hand
+    assert _reaches(rig, target, robot.tool_point)
+
+
+def test_aiming_at_the_flange_takes_the_finger_out_of_the_chain(blender):
+    bpy = blender
+    rig = _import(bpy, "arm7")
+    robot = _robot(rig)
+    assert "finger_joint" in robot.chain_joint_names(robot.tool_point)
+    assert "finger_joint" not in robot.chain_joint_names("flange")
+    _pose(rig, [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.025])
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig, "flange")
+    solver.hold_prismatic = False  # even with slides free, the finger is not in the flange's chain
+    rig.pose.bones[target.control_bone].location = (0.04, 0.03, -0.02)
+    _settle(bpy)
+    finger = robot.joint_index("finger_joint")
+    assert solver.solving_to == "flange" and solver.summary.startswith("converged"), solver.summary
+    assert abs(_joints(rig)[finger] - 0.025) < 1e-7
+    assert _reaches(rig, target, "flange")
