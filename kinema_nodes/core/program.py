@@ -248,13 +248,18 @@ def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
 
 
 def _link_switch(node) -> Callable[[float], str | None]:
-    """A Link Switch node: `ranges` is ((first_frame, link), ...); the last range started wins."""
+    """A Link Switch node: `ranges` is ((first, link), ...); the last range started wins.
+    `mode` "frame" (default) compares the frame; "value" compares the node's `value` (keyed or
+    driven; it is in the spec, so a change recompiles), so the choice steps either way."""
     ranges = sorted(tuple(r) for r in (node.get("ranges") or ()))
+    by_value = str(node.get("mode", "frame")).lower() == "value"
+    value = float(node.get("value", 0.0))
 
     def choose(frame: float) -> str | None:
+        at = value if by_value else frame
         chosen = None
         for first, link in ranges:
-            if frame >= first:
+            if at >= first:
                 chosen = link
         return chosen
 
