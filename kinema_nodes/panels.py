@@ -63,9 +63,13 @@ class KINEMA_PT_joints(bpy.types.Panel):
                 continue
             pose_bone = bones[bone.name]
             prop = "kinema_millimetres" if settings.joint_type == "prismatic" else "kinema_angle"
-            split = column.split(factor=0.68, align=True)
-            split.prop(pose_bone, prop, text=settings.joint, slider=False)
-            split.label(text=_limits_text(settings))
+            row = column.row(align=True)
+            split = row.split(factor=0.4, align=True)
+            split.label(text=settings.joint)
+            split = split.split(factor=0.5, align=True)
+            split.prop(pose_bone, prop, text="")
+            # a slider spanning exactly the joint's limits, labelled with them
+            split.prop(pose_bone, "kinema_range", text=_limits_text(settings), slider=True)
 
 
 CLASSES = (KINEMA_PT_robot, KINEMA_PT_joints)

@@ -331,6 +331,28 @@ def _millimetres_set(self, value):
     _slider_set(self, value / 1000.0, ("prismatic",))
 
 
+def _slider_range(settings) -> tuple[float, float]:
+    if settings.joint_type == "continuous" or not (np.isfinite(settings.lower) and np.isfinite(settings.upper)):
+        return -np.pi, np.pi
+    return settings.lower, settings.upper
+
+
+def _range_get(self):
+    settings = self.bone.kinema
+    if not settings.actuated:
+        return 0.0
+    lower, upper = _slider_range(settings)
+    if upper <= lower:
+        return 0.5
+    return float(min(max((_slider_get(self, (settings.joint_type,)) - lower) / (upper - lower), 0.0), 1.0))
+
+
+def _range_set(self, fraction):
+    settings = self.bone.kinema
+    lower, upper = _slider_range(settings)
+    _slider_set(self, lower + fraction * (upper - lower), (settings.joint_type,))
+
+
 def register_properties() -> None:
     bpy.types.Bone.kinema = bpy.props.PointerProperty(type=KinemaBoneJoint)
     bpy.types.Armature.kinema = bpy.props.PointerProperty(type=KinemaRigSettings)
@@ -343,6 +365,12 @@ def register_properties() -> None:
         name="Joint Position (mm)", description="This slide's position in millimetres (clamped to its limits)",
         get=_millimetres_get, set=_millimetres_set, options=set(), precision=2, step=100,
     )
+    # A slider spanning exactly the joint's limits (a property's own range cannot differ per
+    # bone, so this one is the fraction of the range; the number field beside it is exact).
+    bpy.types.PoseBone.kinema_range = bpy.props.FloatProperty(
+        name="Joint Range", description="Where this joint is between its lower and upper limit",
+        subtype="FACTOR", min=0.0, max=1.0, get=_range_get, set=_range_set, options=set(), precision=2,
+    )
     bpy.types.PoseBone.kinema_slide = bpy.props.FloatProperty(
         name="Slide", description="A slide along an axis that is not a coordinate axis (drives location)",
         subtype="DISTANCE", unit="LENGTH",
@@ -351,7 +379,7 @@ def register_properties() -> None:
 
 def unregister_properties() -> None:
     for owner, name in (
-        (bpy.types.PoseBone, "kinema_slide"), (bpy.types.PoseBone, "kinema_millimetres"),
+        (bpy.types.PoseBone, "kinema_slide"), (bpy.types.PoseBone, "kinema_range"), (bpy.types.PoseBone, "kinema_millimetres"),
         (bpy.types.PoseBone, "kinema_angle"), (bpy.types.Armature, "kinema"), (bpy.types.Bone, "kinema"),
     ):
         if hasattr(owner, name):

@@ -111,6 +111,18 @@ def test_sliders_are_views_of_the_bone_channels(blender, robots):
     assert bones["panda_leftfinger"].kinema_millimetres == pytest.approx(40.0, abs=1e-3)
 
 
+def test_range_slider_spans_exactly_the_joint_limits(blender, robots):
+    robot = robots("panda")
+    obj = _import(blender, "panda")
+    bones = obj.pose.bones
+    for joint_name, bone_name in (("panda_joint4", "panda_link4"), ("panda_finger_joint1", "panda_leftfinger")):
+        joint = robot.joint_by_name[joint_name]
+        for fraction, expected in ((0.0, joint.lower), (1.0, joint.upper), (0.25, joint.lower + 0.25 * (joint.upper - joint.lower))):
+            bones[bone_name].kinema_range = fraction
+            assert rig.read_joint_values(obj, robot)[robot.joint_index(joint_name)] == pytest.approx(expected, abs=1e-6)
+            assert bones[bone_name].kinema_range == pytest.approx(fraction, abs=1e-5)
+
+
 def test_key_joint_values_keys_the_channels_of_joint_channel(blender, robots):
     bpy = blender
     robot = robots("panda")
