@@ -97,3 +97,84 @@ def test_redundant_arm_branches_are_compared_at_the_current_swivel(robots):
         assert not same_branch(robot, c.joints, q)
         swung = abs((swivel_angle(robot, "flange", c.joints, held) - reference + np.pi) % (2 * np.pi) - np.pi)
         assert np.isfinite(swung)
+
+
+# ---- in Blender ---------------------------------------------------------------------------
+
+def _rig_with_target(bpy, name, q, link=None):
+    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.rig import robot_for_rig, write_joint_values
+
+    rig = import_urdf(bpy.context, name)
+    robot = robot_for_rig(rig)
+    write_joint_values(rig, robot, np.asarray(q, dtype=float))
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.objects.active = rig
+    tree, target, solver = add_ik_target(bpy.context, rig, link, backend="NUMPY")
+    solver.use_own_budget, solver.budget_ms = True, 10_000.0
+    bpy.context.view_layer.update()
+    return rig, robot, tree, target, solver
+
+
+def _state(rig, tree):
+    """Everything but the joint values: control bones, node settings, keys."""
+    from kinema_nodes.rig import actuated_channels
+
+    joint_bones = {c.bone for c in actuated_channels(robot_of(rig))}
+    bones = {b.name: (tuple(b.location), tuple(b.rotation_quaternion), tuple(b.rotation_euler), tuple(b.scale))
+             for b in rig.pose.bones if b.name not in joint_bones}
+    nodes = {n.name: (n.bl_idname, getattr(n, "link_name", None), getattr(n, "link_index", None)) for n in tree.nodes}
+    return bones, nodes, rig.animation_data, len(tree.links), tuple(rig.location), tuple(rig.rotation_euler)
+
+
+def robot_of(rig):
+    from kinema_nodes.rig import robot_for_rig
+
+    return robot_for_rig(rig)
+
+
+def test_stepping_through_configurations_writes_joint_values_only(blender):
+    from kinema_nodes.ik_sections import find_solutions, step_configuration
+    from kinema_nodes.rig import read_joint_values
+
+    bpy = blender
+    q = [0.4, -1.1, 1.3, -0.9, 1.2, 0.3]
+    rig, robot, tree, target, solver = _rig_with_target(bpy, "arm6", q)
+    state = find_solutions(bpy.context, rig)
+    configurations = state["configurations"]
+    assert len(configurations) == 8 and configurations[state["index"]].current
+    before = _state(rig, tree)
+    for step in (1, 1, -1, 1, 1):
+        index = step_configuration(rig, step)
+        bpy.context.view_layer.update()
+        bpy.context.view_layer.update()
+        written = read_joint_values(rig, robot)
+        assert np.abs(written - configurations[index].joints).max() < 1e-6  # the live solver leaves it there
+        assert _state(rig, tree) == before
+        assert solver.summary.startswith("converged")
+    assert index == 3
+
+
+def test_configuration_node_index_picks_the_same_branch_on_every_frame(blender):
+    from kinema_nodes.core.configurations import clear_cache
+    from kinema_nodes.rig import read_joint_values
+
+    bpy = blender
+    clear_cache()
+    q = [0.4, -1.1, 1.3, -0.9, 1.2, 0.3]
+    rig, robot, tree, target, solver = _rig_with_target(bpy, "arm6", q)
+    node = tree.nodes.new("KinemaConfigurationNode")
+    tree.links.new(solver.outputs["Solution"], node.inputs["Solution"])
+    node.configuration_index = 3
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    chosen = read_joint_values(rig, robot)
+    assert "configuration 3 of 8" in solver.summary, solver.summary
+    assert not same_branch(robot, chosen, np.array(q))
+    for frame in (5, 2, 9):
+        bpy.context.scene.frame_set(frame)
+        assert np.abs(read_joint_values(rig, robot) - chosen).max() < 1e-5
+    node.configuration_index = 0
+    bpy.context.view_layer.update()
+    assert "configuration 0" in solver.summary

@@ -53,3 +53,39 @@ def test_swivel_saturates_at_a_joint_limit_and_says_so(robots):
     reached = link_pose(robot, result.joints, "flange")
     assert np.abs(reached[:3, 3] - pose[:3, 3]).max() <= 1e-5  # the tool still holds
     assert rotation_angle_between(reached, pose) <= 1e-5
+
+
+def test_elbow_swivel_ring_swings_the_elbow_in_blender_while_the_tool_holds(blender):
+    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.ik_sections import add_elbow_swivel
+    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.rig import read_joint_values, robot_for_rig, write_joint_values
+
+    bpy = blender
+    rig = import_urdf(bpy.context, "arm7")
+    robot = robot_for_rig(rig)
+    write_joint_values(rig, robot, ARM7_START)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.objects.active = rig
+    tree, target, solver = add_ik_target(bpy.context, rig, "flange", backend="NUMPY")
+    solver.use_own_budget, solver.budget_ms = True, 10_000.0
+    bpy.context.view_layer.update()
+    before = read_joint_values(rig, robot)
+    node, ring = add_elbow_swivel(bpy.context, rig)
+    assert ring in [b.name for b in rig.data.collections_all["IK"].bones]
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    assert np.abs(read_joint_values(rig, robot) - before).max() < 1e-4  # adding the ring moves nothing
+    control = np.array(rig.pose.bones[target.control_bone].matrix, dtype=float)
+    start_angle = rig.pose.bones[ring].rotation_euler[1]
+    rig.pose.bones[ring].rotation_euler[1] = start_angle + np.radians(30)
+    rig.pose.bones[ring].keyframe_insert("rotation_euler", index=1, frame=1)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    q = read_joint_values(rig, robot)
+    tool = np.array(rig.pose.bones["flange"].matrix, dtype=float)
+    assert np.abs(tool[:3, 3] - control[:3, 3]).max() < 1e-5
+    assert rotation_angle_between(tool, control) < 1e-5
+    assert abs(wrap(swivel_angle(robot, "flange", q, HELD) - (start_angle + np.radians(30)))) < 1e-3
+    assert np.abs(q - before).max() > 0.05
+    assert "swivel" in solver.summary and "saturated" not in solver.summary, solver.summary

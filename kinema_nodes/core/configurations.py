@@ -113,7 +113,6 @@ def find_configurations(
     and fingers move by hand) keep their values from `current`."""
     from .solvers import SolveOptions
     from .solvers._chain import problem_for
-    from .solvers._numpy_backend import random_seeds
     from .solvers._types import as_target_list, check_start, check_targets
     from .swivel import has_spare_joint, lm_batch, swivel_angle, swivel_links
 
@@ -137,7 +136,7 @@ def find_configurations(
     found: list[np.ndarray] = []
     ends: dict[tuple, tuple[float, np.ndarray]] = {}  # redundant arms: families that cannot reach the swivel
     for round_index in range(max_rounds):
-        seeds = random_seeds(problem, current, seeds_per_round, rng)
+        seeds = _random_seeds(problem, current, seeds_per_round, rng)
         if round_index == 0:
             seeds[0] = current
         q, errors, _ = lm_batch(problem, seeds, arrays, tol_p, tol_r, ITERATIONS)
@@ -186,6 +185,16 @@ def find_configurations(
         result.append(Configuration(q, float(np.max(err[:, 0])), float(np.max(err[:, 1])), distance, is_current))
     result.sort(key=lambda c: (not c.current, c.distance))
     return result
+
+
+def _random_seeds(problem, start: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Configurations drawn uniformly within the free joints' limits (continuous: start +- pi)."""
+    free = problem.free
+    lower = np.where(np.isfinite(problem.lower), problem.lower, start[free] - np.pi)
+    upper = np.where(np.isfinite(problem.upper), problem.upper, start[free] + np.pi)
+    seeds = np.tile(start, (count, 1))
+    seeds[:, free] = rng.uniform(lower, upper, size=(count, len(free)))
+    return seeds
 
 
 def _converged(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> np.ndarray:
