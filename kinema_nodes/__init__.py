@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 #: Modules that define Blender classes, in registration order. Each has a `CLASSES` tuple and
 #: may have `register()`/`unregister()` hooks for menus and handlers.
-BLENDER_MODULES = ("preferences", "tree", "nodes", "importer", "operators", "panels", "ik_panel", "ik_sections", "groups", "bake_panel", "handlers")
+BLENDER_MODULES = ("preferences", "tree", "nodes", "importer", "operators", "panels", "ik_panel", "ik_sections", "groups", "presets_ui", "bake_panel", "handlers")
 
 
 def _blender_modules():

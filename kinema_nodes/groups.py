@@ -126,16 +126,27 @@ def _expand(tree, prefix: str, stack: tuple, owner_key, nodes: list, edges: list
             edges.append((source, target))
 
 
-def flatten(tree) -> GraphSpec:
+def flatten(tree, *, as_group_root: bool = False) -> GraphSpec:
     """`tree` and every group it uses as one plain GraphSpec (see module doc).
 
-    A tree that is itself a group gives an empty spec: it only runs inside its users.
+    A tree that is itself a group gives an empty spec: it only runs inside its users. With
+    `as_group_root` a group is flattened as if it were a whole graph (to save it as a preset):
+    its Robot inputs come from one Robot node named "Robot"; its other inputs stay unconnected.
     """
-    if is_group_tree(tree):
+    if is_group_tree(tree) and not as_group_root:
         return GraphSpec(())
     nodes: list[NodeSpec] = []
     edges: list[tuple] = []
     _expand(tree, "", (tree.as_pointer(),), tree.as_pointer(), nodes, edges)
+    if as_group_root:
+        robot_inputs = {item.identifier for item in _interface_sockets(tree, "INPUT") if item.socket_type == "KinemaRobotSocket"}
+        if robot_inputs:
+            robot = "Robot"
+            while any(n.name == robot for n in nodes):
+                robot += "+"
+            nodes.append(NodeSpec.make(robot, "robot"))
+            edges = [(("node", robot, "Robot") if s[0] == "group_in" and s[1] == "" and s[2] in robot_inputs else s, t)
+                     for s, t in edges]
     names = {n.name for n in nodes}
     onward: dict[tuple, list[tuple]] = {}
     for source, target in edges:

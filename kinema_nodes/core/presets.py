@@ -240,6 +240,8 @@ def make_preset(spec: GraphSpec, binding: RoleBinding, name: str, description: s
                 value = [[first, _link_reference(link, binding)] for first, link in value]
             elif isinstance(value, tuple):
                 value = list(value)
+            elif isinstance(value, float):
+                value = float(f"{value:.7g}")  # Blender stores float32: 1e-05, not 9.99999974e-06
             params[key] = value
         entry: dict[str, Any] = {"name": node.name, "kind": node.kind}
         if params:

@@ -1,0 +1,454 @@
+"""Rig presets: roles inferred from real robots, the preset format, and presets applied in
+real Blender to real robots (NumPy solver).
+
+Tolerances as in test_live_ik: a link reaches its control within 1e-5 m / 1e-5 rad;
+"unchanged" is exact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kinema_nodes.core.graph import GraphSpec, LinkSpec, NodeSpec
+from kinema_nodes.core.kinematics import link_pose
+from kinema_nodes.core.presets import PresetError, bind, load_preset, make_preset, preset_from_json, save_preset
+from kinema_nodes.core.roles import infer_roles, resolve_roles
+from kinema_nodes.core.rotations import rotation_angle_between
+
+SHIPPED = Path(__file__).resolve().parent.parent / "kinema_nodes" / "presets"
+
+
+# ---- roles (no Blender) ----------------------------------------------------------------------
+
+def test_roles_are_inferred_from_the_structure_of_real_arms(robots):
+    panda = infer_roles(robots("panda")).links
+    assert panda["tool_point"] == "panda_hand_tcp"
+    assert (panda["shoulder"], panda["elbow"], panda["wrist"]) == ("panda_link2", "panda_link4", "panda_link6")
+    assert (panda["flange"], panda["base"]) == ("panda_link8", "panda_link0")
+    ur5 = infer_roles(robots("ur5")).links
+    assert (ur5["shoulder"], ur5["elbow"], ur5["wrist"]) == ("upper_arm_link", "forearm_link", "wrist_1_link")
+    assert ur5["base"] == "base_link"
+    xarm7 = infer_roles(robots("xarm7")).links
+    assert (xarm7["elbow"], xarm7["wrist"], xarm7["flange"]) == ("link4", "link6", "link7")
+
+
+def test_the_rail_is_the_slide_at_the_root_of_the_main_chain(robots):
+    assert infer_roles(robots("rail_arm6")).links["rail"] == "carriage"
+    binding = infer_roles(robots("arm7"))  # its finger slide is not at the root: no rail
+    assert "rail" not in binding.links
+    assert "no prismatic joint at the root" in binding.missing["rail"]
+
+
+def test_a_humanoid_has_hands_and_feet_and_its_arm_starts_below_the_torso(robots):
+    talos = infer_roles(robots("talos")).links
+    assert (talos["left_hand"], talos["right_hand"]) == ("wrist_left_ft_tool_link", "wrist_right_ft_tool_link")
+    assert (talos["left_foot"], talos["right_foot"]) == ("left_sole_link", "right_sole_link")
+    assert talos["base"] == "torso_2_link" and talos["elbow"] == "arm_left_4_link"
+    g1 = infer_roles(robots("g1")).links
+    assert (g1["left_hand"], g1["right_foot"]) == ("left_rubber_hand", "right_ankle_roll_link")
+
+
+def test_a_role_set_by_hand_wins_and_a_wrong_one_says_so(robots):
+    panda = robots("panda")
+    binding = resolve_roles(panda, {"flange": "panda_hand", "wrist": "no_such_link"})
+    assert binding.links["flange"] == "panda_hand" and "flange" in binding.overridden
+    assert "wrist" not in binding.links
+    assert "'no_such_link', which is not a link of this robot" in binding.missing["wrist"]
+
+
+# ---- the format (no Blender) -----------------------------------------------------------------
+
+def _reach_spec(link: str) -> GraphSpec:
+    return GraphSpec(
+        (NodeSpec.make("Robot", "robot", rig="Panda", rig_is_armature=True),
+         NodeSpec.make("Aim", "ik_target", control="Panda:IK", control_exists=True, link=link, position_weight=1.0, rotation_weight=0.5),
+         NodeSpec.make("Solver", "solver", backend="numpy", live=True, budget_ms=33.0, max_iterations=80)),
+        (LinkSpec("Robot", "Robot", "Aim", "Robot"), LinkSpec("Aim", "Target", "Solver", "Targets")),
+    )
+
+
+def test_a_preset_names_roles_not_links_and_binds_to_another_robot(robots, tmp_path):
+    panda, ur5 = robots("panda"), robots("ur5")
+    preset = make_preset(_reach_spec("panda_link4"), resolve_roles(panda), "Aim the elbow")
+    text = json.dumps(preset.to_json())
+    assert "panda" not in text.lower()  # nothing of the Panda is left in the file
+    assert preset.roles == ["elbow"]
+    path = save_preset(preset, tmp_path / "aim.json")
+    plan, unbound = bind(load_preset(path), ur5)
+    assert unbound == {}
+    assert plan.spec.node("Aim").get("link") == "forearm_link"
+    assert plan.spec.node("Aim").get("rotation_weight") == 0.5
+    assert plan.spec.node("Solver").get("max_iterations") == 80
+    assert plan.controls == ("Aim",)
+    assert "rig" not in dict(plan.spec.node("Robot").params)
+
+
+def test_a_link_no_role_describes_binds_only_where_the_name_exists(robots):
+    panda = robots("panda")
+    preset = make_preset(_reach_spec("panda_leftfinger"), resolve_roles(panda), "Finger")
+    plan, unbound = bind(preset, robots("ur5"))
+    assert plan is None and "link 'panda_leftfinger'" in unbound
+
+
+@pytest.mark.parametrize("data, problem", [
+    ([], "not a Kinema preset"),
+    ({"kinema_preset": 1, "name": "x", "nodes": [{"name": "a", "kind": "teleport"}]}, "unknown kind 'teleport'"),
+    ({"kinema_preset": 1, "name": "x", "nodes": [{"name": "a", "kind": "ik_target", "params": {"link": {"role": "tail"}}}]},
+     "unknown role(s) tail"),
+    ({"kinema_preset": 1, "name": "x", "nodes": [{"name": "a", "kind": "robot"}], "links": [["a", "Robot", "b", "Robot"]]},
+     "names a node the preset does not have"),
+])
+def test_a_bad_preset_is_refused_with_one_line_naming_the_file(data, problem):
+    with pytest.raises(PresetError) as error:
+        preset_from_json(data, "broken.json")
+    assert str(error.value).startswith("broken.json: ") and problem in str(error.value) and "\n" not in str(error.value)
+
+
+def test_every_shipped_preset_reads(robots):
+    names = {load_preset(path).name for path in SHIPPED.glob("*.json")}
+    assert names == {"Reach with the tool", "7-DoF arm with elbow swivel", "Arm on a rail", "Dual arm",
+                     "Hand-off between two links", "Whole-body reach for a humanoid"}
+
+
+# ---- in Blender ------------------------------------------------------------------------------
+
+@pytest.fixture
+def presets_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "user_presets"
+    monkeypatch.setenv("KINEMA_NODES_PRESET_DIR", str(folder))
+    return folder
+
+
+def _import(bpy, name):
+    from kinema_nodes.importer import import_urdf
+
+    rig = import_urdf(bpy.context, name)
+    bpy.context.view_layer.objects.active = rig
+    return rig
+
+
+def _robot(rig):
+    from kinema_nodes.rig import robot_for_rig
+
+    return robot_for_rig(rig)
+
+
+def _joints(rig):
+    from kinema_nodes.rig import read_joint_values
+
+    return read_joint_values(rig, _robot(rig))
+
+
+def _pose(bpy, rig, q):
+    from kinema_nodes.rig import write_joint_values
+
+    write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
+    bpy.context.view_layer.update()
+
+
+def _apply(bpy, rig, name):
+    from kinema_nodes.presets_ui import apply_preset
+
+    bpy.context.view_layer.objects.active = rig
+    tree = apply_preset(bpy.context, rig, name, backend="NUMPY")
+    for solver in _nodes(tree, "KinemaSolverNode"):
+        solver.use_own_budget, solver.budget_ms = True, 10_000.0  # a loaded test machine must not pause live IK
+    return tree
+
+
+def _nodes(tree, idname):
+    return [n for n in tree.nodes if n.bl_idname == idname]
+
+
+def _matrix(array):
+    from mathutils import Matrix
+
+    return Matrix(np.asarray(array, dtype=float).tolist())
+
+
+def _bone(rig, name):
+    return np.array(rig.pose.bones[name].matrix, dtype=float)
+
+
+def _assert_reaches(rig, target, link=None, tolerance=1e-5):
+    control = _bone(rig, target.control_bone)
+    tool = _bone(rig, link or target.link_name)
+    assert np.abs(tool[:3, 3] - control[:3, 3]).max() < tolerance, (link or target.link_name, tool[:3, 3], control[:3, 3])
+    assert rotation_angle_between(tool, control) < tolerance
+
+
+def _settle(bpy):
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+
+
+def _key_control_along(bpy, rig, target, configurations, frames):
+    """Key the control at the FK poses of `configurations` (reachable by construction)."""
+    robot = _robot(rig)
+    bone = rig.pose.bones[target.control_bone]
+    for q, frame in zip(configurations, frames):
+        bone.matrix = _matrix(link_pose(robot, np.asarray(q), target.link_name))
+        bpy.context.view_layer.update()
+        bone.keyframe_insert("location", frame=frame)
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+
+
+#: Starting poses away from singularities, and a move per robot (a few tenths of a radian).
+STARTS = {
+    "panda": [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.02, 0.02][:9],
+    "ur5": [0.3, -1.2, 1.4, -0.8, 1.2, 0.3],
+    "kinova": [0.2, 2.9, 1.3, -0.2, 1.2, 0.4],
+    "xarm7": [0.1, -0.2, 0.1, 0.9, 0.1, 0.9, 0.2],
+}
+
+
+def _start(robot, name):
+    q = robot.zero_configuration()
+    values = STARTS[name]
+    q[: len(values)] = values[: len(q)]
+    return np.clip(q, robot.lower, robot.upper)
+
+
+def test_a_preset_saved_on_the_panda_drives_other_arms_the_same_way(blender, presets_folder):
+    """Built on the Panda with Add IK Target (aimed at its flange), saved, and applied to a UR5
+    and a Kinova: on each, the flange follows a keyframed control on every frame."""
+    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.presets_ui import save_tree_as_preset
+
+    bpy = blender
+    panda = _import(bpy, "panda")
+    _pose(bpy, panda, _start(_robot(panda), "panda"))
+    tree, target, solver = add_ik_target(bpy.context, panda, "panda_link8", backend="NUMPY")
+    target.rotation_weight = 0.8
+    path = save_tree_as_preset(tree, panda, "Flange reach", "made on a Panda")
+    assert path.parent == presets_folder
+    assert not any(f'"{link}"' in path.read_text() for link in _robot(panda).links)  # roles, not the Panda's links
+
+    for name, flange in (("ur5", "tool0"), ("kinova", "j2s6s200_link_6")):
+        rig = _import(bpy, name)
+        robot = _robot(rig)
+        start = _start(robot, name)
+        _pose(bpy, rig, start)
+        tree = _apply(bpy, rig, "Flange reach")
+        (target,), (solver,) = _nodes(tree, "KinemaIKTargetNode"), _nodes(tree, "KinemaSolverNode")
+        assert target.link_name == flange and target.rotation_weight == pytest.approx(0.8)
+        assert target.control_object == rig and target.control_bone in rig.data.bones
+        _settle(bpy)
+        assert np.abs(_joints(rig) - start).max() <= 1e-6  # applying moved nothing
+        end = np.clip(start + 0.25 * np.sign(np.arange(robot.dof) % 2 - 0.5), robot.lower, robot.upper)
+        _key_control_along(bpy, rig, target, [start, end], [1, 12])
+        for frame in range(1, 13):
+            bpy.context.scene.frame_set(frame)
+            assert solver.summary.startswith("converged"), (name, frame, solver.summary)
+            _assert_reaches(rig, target)
+        assert solver.solving_to == flange and not solver.kinema_error and not target.kinema_error
+
+
+def _state(bpy):
+    """Everything a failed apply must leave alone."""
+    state = {"trees": sorted(t.name for t in bpy.data.node_groups), "objects": sorted(o.name for o in bpy.data.objects)}
+    for tree in bpy.data.node_groups:
+        state[f"nodes {tree.name}"] = sorted(n.name for n in tree.nodes)
+        state[f"links {tree.name}"] = len(tree.links)
+    for obj in bpy.data.objects:
+        if obj.type == "ARMATURE":
+            state[f"bones {obj.name}"] = sorted(b.name for b in obj.data.bones)
+            state[f"joints {obj.name}"] = _joints(obj).tolist()
+            state[f"tree {obj.name}"] = obj.kinema_tree.name if obj.kinema_tree else None
+    return state
+
+
+def test_a_preset_whose_roles_cannot_bind_says_which_and_changes_nothing(blender, presets_folder):
+    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.presets_ui import apply_preset
+
+    bpy = blender
+    panda = _import(bpy, "panda")
+    add_ik_target(bpy.context, panda, backend="NUMPY")
+    ur5 = _import(bpy, "ur5")  # no tree yet
+    _settle(bpy)
+    before = _state(bpy)
+    with pytest.raises(PresetError) as error:
+        apply_preset(bpy.context, panda, "Arm on a rail")
+    message = str(error.value)
+    assert "could not bind rail: no prismatic joint at the root of the main chain" in message
+    assert "Nothing was changed" in message and "\n" not in message
+    with pytest.raises(PresetError) as error:
+        apply_preset(bpy.context, ur5, "Whole-body reach for a humanoid")
+    assert all(role in str(error.value) for role in ("left hand", "right hand", "left foot", "right foot"))
+    with pytest.raises(PresetError) as error:
+        apply_preset(bpy.context, ur5, "7-DoF arm with elbow swivel")
+    assert "needs an arm with 7 revolute joints; 'ur5' has 6" in str(error.value)
+    with pytest.raises(PresetError, match="no preset named 'Cartwheel'; available presets: .*'Reach with the tool'"):
+        apply_preset(bpy.context, ur5, "Cartwheel")
+    _settle(bpy)
+    assert _state(bpy) == before
+
+
+def test_the_apply_operator_reports_an_unbindable_preset_and_cancels(blender, presets_folder):
+    bpy = blender
+    panda = _import(bpy, "panda")
+    _settle(bpy)
+    before = _state(bpy)
+    with pytest.raises(RuntimeError, match="could not bind rail"):  # bpy.ops turns an ERROR report into RuntimeError
+        bpy.ops.kinema.apply_preset(preset=str(SHIPPED / "arm_on_a_rail.json"))
+    assert _state(bpy) == before
+    assert panda.kinema_tree is None
+
+
+def test_a_role_set_by_hand_on_the_robot_node_binds_a_preset(blender, presets_folder):
+    """A hand-made setting beats inference: with the 'wrist' role moved to link5, the hand-off
+    preset hands over to link5; the setting survives re-applying."""
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    tree = _apply(bpy, rig, "Reach with the tool")
+    (robot_node,) = _nodes(tree, "KinemaRobotNode")
+    item = robot_node.role_overrides.add()
+    item.role, item.link = "wrist", "wrist_2_link"
+    tree = _apply(bpy, rig, "Hand-off between two links")
+    (robot_node,) = _nodes(tree, "KinemaRobotNode")
+    assert robot_node.role_override_map() == {"wrist": "wrist_2_link"}
+    (target,) = _nodes(tree, "KinemaIKTargetNode")
+    assert target.link_at_frame(_robot(rig)) == "tool_tcp"
+    assert [b.name for b in rig.data.collections_all["IK"].bones] == [target.control_bone]  # the old control went with the old tree
+    bpy.context.scene.frame_set(60)
+    assert target.link_at_frame(_robot(rig)) == "wrist_2_link"
+
+
+# ---- every shipped preset, on a robot it is made for -----------------------------------------
+
+def _moved(robot, q, rng, scale=0.15):
+    moved = q + rng.uniform(-scale, scale, size=q.shape)
+    held = robot.is_prismatic
+    moved[held] = q[held]
+    return np.clip(moved, robot.lower, robot.upper)
+
+
+def _controls_to(bpy, rig, targets, q):
+    """Put each target's control at its link's FK pose for configuration q (reachable)."""
+    robot = _robot(rig)
+    for target in targets:
+        rig.pose.bones[target.control_bone].matrix = _matrix(link_pose(robot, q, target.link_at_frame(robot)))
+    bpy.context.view_layer.update()
+
+
+ARM7 = [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.0]
+ARM6 = [0.3, -1.2, 1.4, -0.8, 1.2, 0.3]
+
+
+def _talos_start(robot):
+    q = robot.mid_configuration()
+    for side, sign in (("left", 1), ("right", -1)):
+        q[robot.joint_index(f"arm_{side}_2_joint")] = 0.3 * sign
+        q[robot.joint_index(f"arm_{side}_4_joint")] = -1.2
+    for side in ("left", "right"):
+        q[robot.joint_index(f"leg_{side}_3_joint")] = -0.3
+        q[robot.joint_index(f"leg_{side}_4_joint")] = 0.6
+        q[robot.joint_index(f"leg_{side}_5_joint")] = -0.3
+    return q
+
+
+def test_shipped_reach_with_the_tool_on_arm6(blender, presets_folder):
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    _pose(bpy, rig, ARM6)
+    tree = _apply(bpy, rig, "Reach with the tool")
+    (target,), (solver,) = _nodes(tree, "KinemaIKTargetNode"), _nodes(tree, "KinemaSolverNode")
+    assert target.link_name == "tool_tcp" and solver.live
+    _controls_to(bpy, rig, [target], _moved(_robot(rig), np.array(ARM6), np.random.default_rng(1)))
+    _settle(bpy)
+    assert solver.summary.startswith("converged"), solver.summary
+    _assert_reaches(rig, target)
+
+
+def test_shipped_elbow_swivel_preset_on_arm7(blender, presets_folder):
+    """Robot -> IK Target (tool point) -> Solver -> Elbow Swivel; applying it moves nothing
+    (the swivel starts at the arm's own angle); the tool follows its control."""
+    from kinema_nodes.core.program import stage_function
+
+    bpy = blender
+    rig = _import(bpy, "arm7")
+    _pose(bpy, rig, ARM7)
+    tree = _apply(bpy, rig, "7-DoF arm with elbow swivel")
+    (target,), (solver,), (swivel,) = (_nodes(tree, t) for t in ("KinemaIKTargetNode", "KinemaSolverNode", "KinemaSwivelNode"))
+    assert swivel.inputs["Solution"].links[0].from_node == solver
+    assert target.link_name == "fingertip_tcp"
+    _settle(bpy)
+    assert np.abs(_joints(rig) - np.array(ARM7)).max() <= 1e-6
+    _controls_to(bpy, rig, [target], _moved(_robot(rig), np.array(ARM7), np.random.default_rng(2), 0.1))
+    _settle(bpy)
+    assert solver.summary.startswith("converged"), solver.summary
+    _assert_reaches(rig, target)
+    if stage_function("swivel") is not None:  # the swivel's own behaviour (issue 6), when it is in
+        swivel.swivel_angle += 0.3
+        _settle(bpy)
+        _assert_reaches(rig, target)
+
+
+def test_shipped_arm_on_a_rail_preset_slides_the_rail_to_reach(blender, presets_folder):
+    bpy = blender
+    rig = _import(bpy, "rail_arm6")
+    robot = _robot(rig)
+    start = robot.zero_configuration()
+    start[1:] = ARM6
+    _pose(bpy, rig, start)
+    tree = _apply(bpy, rig, "Arm on a rail")
+    (target,), (solver,) = _nodes(tree, "KinemaIKTargetNode"), _nodes(tree, "KinemaSolverNode")
+    assert not solver.hold_prismatic
+    goal = start.copy()
+    rail = robot.joint_index("rail_joint")
+    goal[rail] = start[rail] + 0.5 * (robot.upper[rail] - start[rail])
+    _controls_to(bpy, rig, [target], goal)
+    _settle(bpy)
+    assert solver.summary.startswith("converged"), solver.summary
+    _assert_reaches(rig, target)
+    assert abs(_joints(rig)[rail] - start[rail]) > 0.05  # the carriage moved
+
+
+@pytest.mark.parametrize("preset, links", [
+    ("Dual arm", ("wrist_left_ft_tool_link", "wrist_right_ft_tool_link")),
+    ("Whole-body reach for a humanoid", ("wrist_left_ft_tool_link", "wrist_right_ft_tool_link", "left_sole_link", "right_sole_link")),
+])
+def test_shipped_multi_target_presets_on_talos(blender, presets_folder, preset, links):
+    bpy = blender
+    rig = _import(bpy, "talos")
+    robot = _robot(rig)
+    start = _talos_start(robot)
+    _pose(bpy, rig, start)
+    tree = _apply(bpy, rig, preset)
+    targets = _nodes(tree, "KinemaIKTargetNode")
+    (solver,) = _nodes(tree, "KinemaSolverNode")
+    assert tuple(t.link_name for t in targets) == links
+    assert len(solver.inputs["Targets"].links) == len(links)
+    hands = [t for t in targets if "hand" in t.name.lower()]
+    for target, offset in zip(hands, ((0.03, 0.02, -0.02), (-0.02, 0.03, 0.02))):
+        rig.pose.bones[target.control_bone].location = offset
+    _settle(bpy)
+    assert solver.summary.startswith("converged"), solver.summary
+    for target in targets:
+        _assert_reaches(rig, target)
+
+
+def test_shipped_hand_off_preset_hands_the_control_from_the_tool_to_the_wrist(blender, presets_folder):
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    robot = _robot(rig)
+    _pose(bpy, rig, ARM6)
+    tree = _apply(bpy, rig, "Hand-off between two links")
+    (target,), (solver,) = _nodes(tree, "KinemaIKTargetNode"), _nodes(tree, "KinemaSolverNode")
+    bpy.context.scene.frame_set(1)
+    assert solver.solving_to == "tool_tcp" and solver.summary.startswith("converged"), solver.summary
+    _assert_reaches(rig, target, "tool_tcp")
+    bpy.context.scene.frame_set(49)
+    assert target.link_at_frame(robot) == "tool_tcp"  # stepped: no link in between
+    bpy.context.scene.frame_set(50)
+    assert target.link_at_frame(robot) == "wrist_1_link"
+    q = _moved(robot, np.array(ARM6), np.random.default_rng(3), 0.1)
+    rig.pose.bones[target.control_bone].matrix = _matrix(link_pose(robot, q, "wrist_1_link"))
+    _settle(bpy)
+    assert solver.solving_to == "wrist_1_link" and solver.summary.startswith("converged"), solver.summary
+    _assert_reaches(rig, target, "wrist_1_link")
