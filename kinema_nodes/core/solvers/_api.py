@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import KinemaError
+from ._blas import single_threaded_blas
 from ._chain import problem_for
 from ._numpy_backend import _converged, lm_run, solve_numpy
 from ._types import IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start, check_targets
@@ -86,6 +87,11 @@ def solve(
     unknown link or joint, wrong start length).
     """
     t0 = time.perf_counter()
+    with single_threaded_blas():
+        return _solve(robot, targets, start, options, t0)
+
+
+def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResult:
     check_options(robot, options)
     target_arrays = check_targets(robot, targets)
     start = check_start(robot, start)

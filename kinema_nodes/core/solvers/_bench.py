@@ -70,27 +70,39 @@ def tracking_cases(robot, link: str, n: int, seed: int) -> tuple[np.ndarray, np.
     return targets, truth, np.array(trajectory[:n])
 
 
-def _target(link: str, row: np.ndarray) -> IKTarget:
-    return IKTarget(link, tuple(float(v) for v in row[:3]), tuple(float(v) for v in row[3:]))
+def _targets(links: tuple[str, ...], row: np.ndarray) -> list[IKTarget]:
+    return [IKTarget(link, tuple(float(v) for v in row[7 * i:7 * i + 3]), tuple(float(v) for v in row[7 * i + 3:7 * i + 7]))
+            for i, link in enumerate(links)]
 
 
-def run_benchmark(robot, link: str, n: int = 1000, seed: int = 0, solver: str = "pyroki", mode: str = "cold",
+def _case_targets(robot, links: tuple[str, ...], truth: np.ndarray) -> np.ndarray:
+    rows = []
+    for link in links:
+        poses = link_pose(robot, truth, link)
+        rows.append(np.concatenate([poses[:, :3, 3], matrix_to_quaternion(poses)], axis=1))
+    return np.concatenate(rows, axis=1)
+
+
+def run_benchmark(robot, link, n: int = 1000, seed: int = 0, solver: str = "pyroki", mode: str = "cold",
                   held: frozenset[str] = frozenset()) -> dict:
-    """Solve N targets and summarise. `first_call_s` is the first solve in this process,
-    compile included (run in a fresh process for the new-session number)."""
+    """Solve N targets and summarise. `link` may be a list of links (one target each, solved
+    together). `first_call_s` is the first solve in this process, compile included (run in a
+    fresh process for the new-session number)."""
+    links = (link,) if isinstance(link, str) else tuple(link)
     options = SolveOptions(backend=solver, cold=(mode == "cold"), held_joints=held)
     t0 = time.perf_counter()
-    warm_up(robot, [link], options)
+    warm_up(robot, links, options)
     if mode == "cold":
-        targets, starts, _ = cold_cases(robot, link, n, seed)
+        _, starts, truth = cold_cases(robot, links[0], n, seed)
         trajectory = None
     else:
-        targets, truth, trajectory = tracking_cases(robot, link, n, seed)
+        _, truth, trajectory = tracking_cases(robot, links[0], n, seed)
         starts = truth[:1]
-    first = solve(robot, _target(link, targets[0]), starts[0], options)
+    targets = _case_targets(robot, links, truth)
+    first = solve(robot, _targets(links, targets[0]), starts[0], options)
     first_call_s = time.perf_counter() - t0
     for i in range(WARMUP_SOLVES):
-        solve(robot, _target(link, targets[i % n]), starts[i % len(starts)], options)
+        solve(robot, _targets(links, targets[i % n]), starts[i % len(starts)], options)
     times, position_errors, rotation_errors, within = [], [], [], []
     jumps = 0
     backend = first.backend
@@ -100,8 +112,9 @@ def run_benchmark(robot, link: str, n: int = 1000, seed: int = 0, solver: str = 
             start = starts[i]
         else:
             start = truth[i] if previous is None or trajectory[i] != trajectory[i - 1] else previous
+        case = _targets(links, targets[i])
         t = time.perf_counter()
-        result = solve(robot, _target(link, targets[i]), start, options)
+        result = solve(robot, case, start, options)
         times.append((time.perf_counter() - t) * 1000.0)
         position_errors.append(result.position_error)
         rotation_errors.append(result.rotation_error)
@@ -119,15 +132,17 @@ def run_benchmark(robot, link: str, n: int = 1000, seed: int = 0, solver: str = 
         ok = within & on_time & (position_errors <= levels[0]) & (rotation_errors <= levels[1])
         return float(np.mean(ok))
 
+    chain = {name for one in links for name in robot.chain_joint_names(one)} - set(held)
     return {
         "robot": robot.name,
-        "link": link,
+        "link": links[0] if len(links) == 1 else list(links),
         "mode": mode,
         "solver": solver,
         "backend": backend,
+        "fallback_reason": first.fallback_reason,
         "n": int(n),
         "seed": int(seed),
-        "chain_joints": len(robot.chain_joint_names(link)) - len(held),
+        "chain_joints": len(chain),
         "success_rate": rate(STRICT),
         "success_rate_practical": rate(PRACTICAL),
         "median_ms": float(np.median(times)),

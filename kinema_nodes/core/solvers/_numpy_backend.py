@@ -113,12 +113,22 @@ def lm_run(problem: ChainProblem, q0: np.ndarray, targets, tol_p, tol_r, max_ite
     return lm_batch(problem, q0[None], targets, tol_p, tol_r, max_iterations, deadline, cold=False)
 
 
-def random_seeds(problem: ChainProblem, start: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Configurations drawn uniformly in the free joints' limits (continuous: start +- pi)."""
-    lower = np.where(np.isfinite(problem.lower), problem.lower, start[problem.free] - np.pi)
-    upper = np.where(np.isfinite(problem.upper), problem.upper, start[problem.free] + np.pi)
-    seeds = np.tile(start, (count, 1))
-    seeds[:, problem.free] = rng.uniform(lower, upper, size=(count, len(problem.free)))
+#: Random seeds as fractions of each joint's range, drawn once with a fixed seed: cold solves
+#: are reproducible and drawing costs nothing per solve.
+_SEED_FRACTIONS = np.random.default_rng(20240917).random((64, BATCH_SEEDS, 64))
+
+
+def random_seeds(problem: ChainProblem, start: np.ndarray, attempt: int) -> np.ndarray:
+    """BATCH_SEEDS configurations spread over the free joints' limits (continuous joints:
+    start +- pi); other joints keep the start."""
+    free = problem.free
+    lower = np.where(np.isfinite(problem.lower), problem.lower, start[free] - np.pi)
+    upper = np.where(np.isfinite(problem.upper), problem.upper, start[free] + np.pi)
+    block = _SEED_FRACTIONS[attempt % len(_SEED_FRACTIONS)]
+    if len(free) > block.shape[1]:  # a huge rig: fall back to fresh random numbers
+        block = np.random.default_rng(attempt).random((BATCH_SEEDS, len(free)))
+    seeds = np.tile(start, (BATCH_SEEDS, 1))
+    seeds[:, free] = lower + block[:, :len(free)] * (upper - lower)
     return seeds
 
 
@@ -129,7 +139,6 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
     Returns (q, errors, iterations, converged, over_budget)."""
     deadline = t0 + options.budget_ms / 1000.0
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
-    rng = np.random.default_rng(len(problem.free) * 7919 + 17)
     total = 0
     best = None
     attempt = 0
@@ -137,7 +146,7 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
         if attempt == 0 and not options.cold:
             seeds = start[None]
         else:
-            seeds = random_seeds(problem, start, BATCH_SEEDS, rng)
+            seeds = random_seeds(problem, start, attempt)
             seeds[0] = start  # the start leads: a converged answer nearest it wins
         q, errors, iterations, converged = lm_batch(problem, seeds, targets, tol_p, tol_r, options.max_iterations, deadline, options.cold)
         total += iterations
