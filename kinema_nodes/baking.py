@@ -19,6 +19,7 @@ loop). A cancel before the write phase leaves the action, the markers and the po
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +72,7 @@ class BakeJob:
         self.finished = False
         self._restore: dict | None = None
         self._solver_count = 1
+        self.seconds: dict[str, float] = {}  # time per phase: gather, solve, check, write
 
     @property
     def total(self) -> int:
@@ -122,6 +124,7 @@ class BakeJob:
             inputs = {step.node: [] for step in steps}
             starts = {}
             done = 0
+            clock = time.perf_counter()
             for frame in self.frames:
                 self.scene.frame_set(frame)
                 for step in steps:
@@ -130,6 +133,8 @@ class BakeJob:
                     inputs[step.node].append(frame_input)
                 done += 1
                 yield done
+            self.seconds["gather"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             solutions = {}
             for step in steps:
                 parts, current = [], starts[step.node]
@@ -141,6 +146,8 @@ class BakeJob:
                     done += len(part.frames)
                     yield done
                 solutions[step.node] = _join(parts)
+            self.seconds["solve"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             limits_of = {}
             for step in steps:
                 solution = solutions[step.node]
@@ -152,6 +159,8 @@ class BakeJob:
         except BaseException:
             self._resume()
             raise
+        self.seconds["check"] = time.perf_counter() - clock
+        clock = time.perf_counter()
         # From here on nothing can be cancelled: write everything, then put the frame back.
         for result in self.results:
             write_joint_keys(result.rig, result.solution.robot, result.solution.frames, result.solution.joints,
@@ -159,6 +168,7 @@ class BakeJob:
         if self.markers:
             mark_flagged_frames(self.scene, self.frames[0], self.frames[-1], [r.report for r in self.results])
         self._resume()
+        self.seconds["write"] = time.perf_counter() - clock
         self.finished = True
         yield self.total
 

@@ -248,21 +248,19 @@ def check_bake(
         for i in np.flatnonzero(fast.any(axis=1)):
             report.too_fast[int(frames[i + 1])] = [names[j] for j in np.flatnonzero(fast[i])]
 
-        reach = {}
-        jumps = np.zeros(count - 1)
-        target_motion = np.zeros(count - 1)
-        for i in range(count - 1):
-            if solution.links[i] != solution.links[i + 1] or not solution.links[i + 1]:
-                jumps[i] = 0.0
-                continue
-            link_reach = [reach.setdefault(link, arm_reach(robot, link)) for link in solution.links[i + 1]]
-            step = np.abs(q[i + 1] - q[i]) * moving[i]
-            step = np.where(robot.is_prismatic, step / min(link_reach), step)
-            jumps[i] = step.max(initial=0.0)
-            a, b = solution.targets[i], solution.targets[i + 1]
-            travel = np.linalg.norm(b[:, :3, 3] - a[:, :3, 3], axis=-1) / np.array(link_reach)
-            turn = rotation_angle_between(a[:, :3, :3], b[:, :3, :3])
-            target_motion[i] = float(np.max(travel + turn))
+        reach: dict[str, float] = {}
+        same = np.array([bool(solution.links[i + 1]) and solution.links[i] == solution.links[i + 1] for i in range(count - 1)])
+        target_reach = np.ones((count - 1, solution.targets.shape[1]))
+        for i in np.flatnonzero(same):
+            links = solution.links[i + 1]
+            target_reach[i, :len(links)] = [reach.setdefault(link, arm_reach(robot, link)) for link in links]
+        step = np.abs(np.diff(q, axis=0)) * moving
+        step = np.where(robot.is_prismatic[None, :], step / target_reach.min(axis=1, keepdims=True), step)
+        jumps = np.where(same, step.max(axis=1, initial=0.0), 0.0)
+        a, b = solution.targets[:-1], solution.targets[1:]
+        travel = np.linalg.norm(b[..., :3, 3] - a[..., :3, 3], axis=-1) / target_reach
+        turn = rotation_angle_between(a[..., :3, :3], b[..., :3, :3])
+        target_motion = np.max(travel + turn, axis=1, initial=0.0)
         flips = (jumps > flip_min_jump) & (jumps > flip_ratio * target_motion)
         report.flips = [int(frames[i + 1]) for i in np.flatnonzero(flips)]
     return report
