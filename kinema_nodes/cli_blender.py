@@ -72,7 +72,8 @@ def save_blend(bpy, path: str | Path) -> Path:
     return path
 
 
-def _resolution(text: str) -> tuple[int, int]:
+def parse_resolution(text: str) -> tuple[int, int]:
+    """A --resolution argument, WIDTHxHEIGHT, as two pixel counts."""
     try:
         width, height = (int(v) for v in text.lower().split("x"))
     except ValueError:
@@ -80,6 +81,9 @@ def _resolution(text: str) -> tuple[int, int]:
     if not (16 <= width <= 8192 and 16 <= height <= 8192):
         raise KinemaError(f"--resolution '{text}' is outside 16..8192 pixels")
     return width, height
+
+
+_resolution = parse_resolution  # the name cli_bake imports
 
 
 # ---- import --------------------------------------------------------------------------------
@@ -98,7 +102,7 @@ def run_import(args) -> int:
     from .core.robot import load_robot
 
     values = parse_joint_values(args.joints)
-    resolution = _resolution(args.resolution)
+    resolution = parse_resolution(args.resolution)
     blend_path(args.out)
     load_robot(args.urdf).configuration(values)  # a bad file or joint name fails before Blender starts
     started = time.perf_counter()
