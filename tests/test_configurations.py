@@ -178,3 +178,42 @@ def test_configuration_node_index_picks_the_same_branch_on_every_frame(blender):
     node.configuration_index = 0
     bpy.context.view_layer.update()
     assert "configuration 0" in solver.summary
+
+
+# ---- the CLI ------------------------------------------------------------------------------
+
+def _cli(*args):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "kinema_nodes", "configs", *args], capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_cli_configs_lists_every_configuration_as_json_and_renders_a_contact_sheet(robots, tmp_path):
+    import json
+
+    from PIL import Image
+
+    robot = robots("arm6")
+    q = np.array([0.4, -1.1, 1.3, -0.9, 1.2, 0.3])
+    target, _ = _target(robot, q, "tool_tcp")
+    current = [f"{n}={v!r}" for n, v in zip(robot.actuated_joint_names, q)]
+    picture = tmp_path / "sheet.png"
+    run = _cli("arm6", "--link", "tool_tcp", "--target", *map(repr, (*target.position, *target.wxyz)),
+               "--from", *current, "--json", "--render", str(picture))
+    assert run.returncode == 0, run.stderr
+    payload = json.loads(run.stdout)
+    configurations = payload["configurations"]
+    assert len(configurations) == 8 and configurations[0]["current"] and sum(c["current"] for c in configurations) == 1
+    for c in configurations:
+        assert set(c["joints"]) == set(robot.actuated_joint_names)
+        assert c["position_error"] <= 1e-5 and c["rotation_error"] <= 1e-5
+    with Image.open(picture) as sheet:
+        assert sheet.size[0] >= 4 * 300 and sheet.size[1] >= 2 * 250  # 8 tiles, 4 per row
+
+
+def test_cli_configs_errors_are_one_line(tmp_path):
+    run = _cli("arm6", "--link", "no_such_link", "--target", "0.5", "0", "0.5", "1", "0", "0", "0")
+    assert run.returncode != 0 and len(run.stderr.strip().splitlines()) == 1 and "no_such_link" in run.stderr
+    run = _cli("arm6", "--target", "0.5", "0", "0.5", "1", "0", "0", "0", "--render", str(tmp_path / "x.jpg"))
+    assert run.returncode != 0 and ".png" in run.stderr
