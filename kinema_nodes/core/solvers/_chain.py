@@ -52,6 +52,21 @@ class TargetChain:
         self.linear_is_axis = self.prismatic[:, None]
         self.angular_scale = np.where(self.prismatic, 0.0, 1.0)[:, None]
 
+    def tip_poses(self, q: np.ndarray) -> np.ndarray:
+        """Tip poses only (B, 4, 4): the final float64 check needs no Jacobian."""
+        values = q[:, self.sources] * self.multipliers + self.offsets
+        s = np.sin(values)[..., None, None]
+        c = 1.0 - np.cos(values)[..., None, None]
+        motions = np.empty((q.shape[0], self.count, 4, 4))
+        motions[..., :3, :3] = self.skew * s + self.skew2 * c + _EYE3
+        motions[..., :3, 3] = values[..., None] * self.slide_axes
+        motions[..., 3, :] = _BOTTOM
+        steps = self.origins @ motions
+        pose = steps[:, 0]
+        for i in range(1, self.count):
+            pose = pose @ steps[:, i]
+        return pose @ self.tip
+
     def evaluate(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For a batch q (B, n): tip poses (B, 4, 4) and chain Jacobians (B, 6, count), mimic
         multipliers applied. Cost is nearly flat in B, so seeds are solved side by side."""
@@ -145,7 +160,10 @@ class ChainProblem:
         residual = np.empty((batch, 6 * count))
         jac = np.empty((batch, 6 * count, len(self.free))) if with_jacobian else None
         for t, chain in enumerate(self.chains):
-            tip, chain_jac = chain.evaluate(q)
+            if with_jacobian:
+                tip, chain_jac = chain.evaluate(q)
+            else:
+                tip = chain.tip_poses(q)
             residual[:, 6 * t:6 * t + 3] = positions[t] - tip[:, :3, 3]
             residual[:, 6 * t + 3:6 * t + 6] = rotation_error_vectors(rotations[t], tip[:, :3, :3])
             if with_jacobian:

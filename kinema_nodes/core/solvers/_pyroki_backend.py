@@ -26,7 +26,7 @@ import numpy as np
 from ._cache import LRU, cache_root
 
 #: Bump when the program's inputs, outputs or algorithm change: old export files are rebuilt.
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 _MAGIC = b"KINEMA-IK-EXPORT\n"
 
 _lock = threading.RLock()
@@ -106,6 +106,8 @@ def seed_count(chain_dof: int) -> int:
 
 
 SEED_BLOCKS = 16
+#: Iterations over which a seed's cost must halve, or it stops (same rule as the NumPy backend).
+STALL_WINDOW = 10
 SEED_TABLE_SEED = 20240917
 
 
@@ -282,19 +284,27 @@ def _build_function(robot, layout: Layout):
         def run(x0, iterations0, stop_on_any):
             x0 = jnp.clip(x0, lower, upper)
             flat0, jac0, errors0 = jax.vmap(evaluate, in_axes=(0, None, None, None, None))(x0, base, positions, wxyz, weights)
-            state = (x0, flat0, jac0, errors0, cost_of(errors0), jnp.full(x0.shape[0], 1e-3, dtype=x0.dtype), converged(errors0), iterations0)
+            cost0 = cost_of(errors0)
+            damping0 = jnp.full(x0.shape[0], 1e-3, dtype=x0.dtype)
+            state = (x0, flat0, jac0, errors0, cost0, damping0, converged(errors0), cost0, iterations0)
 
             def keep_going(state):
-                errors, done, iteration = state[3], state[6], state[7]
+                errors, done, iteration = state[3], state[6], state[8]
                 ok = converged(errors)
                 finished = jnp.where(stop_on_any, jnp.any(ok), ok[0] | (done[0] & jnp.any(ok))) | jnp.all(done)
                 return ~finished & (iteration < max_iterations)
 
             def body(state):
-                *arrays, iteration = state
-                return (*jax.vmap(one_step)(*arrays), iteration + 1)
+                *arrays, checkpoint, iteration = state
+                x, flat, jac, errors, cost, damping, done = jax.vmap(one_step)(*arrays)
+                # A seed whose cost has not halved in STALL_WINDOW iterations gives up (an
+                # unreachable target must not spin to max_iterations every frame).
+                at_checkpoint = (iteration + 1) % STALL_WINDOW == 0
+                done = done | (at_checkpoint & (cost > 0.5 * checkpoint) & (cost > 1e-12))
+                checkpoint = jnp.where(at_checkpoint, cost, checkpoint)
+                return x, flat, jac, errors, cost, damping, done, checkpoint, iteration + 1
 
-            x, _, _, errors, cost, _, _, iteration = jax.lax.while_loop(keep_going, body, state)
+            x, _, _, errors, cost, _, _, _, iteration = jax.lax.while_loop(keep_going, body, state)
             ok = converged(errors)
             distance = jnp.sum((x - base[chain]) ** 2, axis=-1)
             nearest = jnp.argmin(jnp.where(ok, distance, jnp.inf))
