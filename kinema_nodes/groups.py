@@ -30,11 +30,16 @@ _flatten_errors: dict[tuple[int, str], str] = {}
 # ---- what is a group ---------------------------------------------------------------------
 
 def is_group_tree(tree) -> bool:
-    """A tree used as a group: it has an interface, or a Group node anywhere uses it."""
+    """A tree used as a group: it has Group Input / Group Output nodes or interface sockets, or
+    a Group node anywhere uses it."""
     if any(node.bl_idname in _INTERFACE_NODES for node in tree.nodes):
         return True
     if any(item.item_type == "SOCKET" for item in tree.interface.items_tree):
         return True
+    return _used_as_group(tree)
+
+
+def _used_as_group(tree) -> bool:
     return any(
         other.bl_idname == TREE_IDNAME and other != tree
         and any(node.bl_idname == GROUP_IDNAME and node.node_tree == tree for node in other.nodes)
@@ -133,8 +138,12 @@ def flatten(tree, *, as_group_root: bool = False) -> GraphSpec:
     `as_group_root` a group is flattened as if it were a whole graph (to save it as a preset):
     its Robot inputs come from one Robot node named "Robot"; its other inputs stay unconnected.
     """
-    if is_group_tree(tree) and not as_group_root:
+    tree_nodes = tree.nodes[:]
+    kinds = {node.bl_idname for node in tree_nodes}
+    if not as_group_root and (kinds & set(_INTERFACE_NODES) or _used_as_group(tree)):
         return GraphSpec(())
+    if not as_group_root and GROUP_IDNAME not in kinds and "NodeReroute" not in kinds:
+        return _plain_snapshot(tree, tree_nodes)  # the common case, kept as cheap as it was
     nodes: list[NodeSpec] = []
     edges: list[tuple] = []
     _expand(tree, "", (tree.as_pointer(),), tree.as_pointer(), nodes, edges)
@@ -161,6 +170,18 @@ def flatten(tree, *, as_group_root: bool = False) -> GraphSpec:
             if source[1] in names and end[1] in names and link not in links:
                 links.append(link)
     return GraphSpec(tuple(nodes), tuple(links))
+
+
+def _plain_snapshot(tree, tree_nodes) -> GraphSpec:
+    """A tree without groups or reroutes: its nodes and the links between them, as they are."""
+    nodes = tuple(node.to_spec() for node in tree_nodes if hasattr(node, "to_spec") and not node.mute)
+    names = {n.name for n in nodes}
+    links = tuple(
+        LinkSpec(link.from_node.name, link.from_socket.name, link.to_node.name, link.to_socket.name)
+        for link in tree.links
+        if not link.is_muted and link.from_node.name in names and link.to_node.name in names
+    )
+    return GraphSpec(nodes, links)
 
 
 def _real_ends(end: tuple, onward: dict, seen: set) -> list[tuple]:
@@ -385,7 +406,7 @@ class KINEMA_OT_group_edit(bpy.types.Operator):
         elif len(space.path) > 1:
             space.path.pop()
         else:
-            return {"CANCELLED"}
+            return {"PASS_THROUGH"}  # not on a group: leave Tab to Blender
         return {"FINISHED"}
 
 

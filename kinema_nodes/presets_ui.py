@@ -113,7 +113,19 @@ def bind_to_rig(preset: Preset, rig) -> BoundPreset:
     if missing:
         raise PresetError(f"preset '{preset.name}' needs node type(s) {', '.join(missing)}, which this version of "
                           "Kinema Nodes does not have. Nothing was changed.")
+    others = _other_rigs(rig_tree(rig), rig)
+    if others:
+        raise PresetError(f"the tree '{rig.kinema_tree.name}' of '{rig.name}' also drives {', '.join(others)}; a preset "
+                          "replaces a rig's whole tree, so give this rig a tree of its own first. Nothing was changed.")
     return plan
+
+
+def _other_rigs(tree, rig) -> list[str]:
+    from .groups import all_nodes
+
+    if tree is None:
+        return []
+    return sorted({n.rig.name for n in all_nodes(tree) if n.bl_idname == "KinemaRobotNode" and n.rig is not None and n.rig != rig})
 
 
 def _clear_tree(context, rig, tree) -> list:
@@ -250,6 +262,19 @@ def apply_preset(context, rig, name_or_path: str | Path, backend: str | None = N
     preset = load_preset(preset_path(name_or_path))
     plan = bind_to_rig(preset, rig)
     return build_tree(context, rig, plan, backend)
+
+
+def preset_driver(tree):
+    """(IK Target, Solver) that a single keyed track drives in a tree built from a preset (the
+    CLI's `bake --preset`): the first IK Target with a control bone, and the solver it feeds."""
+    from .groups import all_nodes
+
+    for target in all_nodes(tree):
+        if target.bl_idname == "KinemaIKTargetNode" and target.control_bone:
+            for link in target.outputs["Target"].links:
+                if link.to_node.bl_idname == "KinemaSolverNode":
+                    return target, link.to_node
+    raise PresetError(f"tree '{tree.name}' has no IK Target with a control feeding a Solver")
 
 
 # ---- saving --------------------------------------------------------------------------------

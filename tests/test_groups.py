@@ -245,3 +245,30 @@ def test_a_group_saved_as_a_preset_applies_to_another_robot_and_is_an_asset(blen
     _settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     _assert_at(arm7, "link4", _link_in_world(arm7, target.control_bone))
+
+
+def test_a_preset_refuses_to_replace_a_tree_that_drives_other_rigs_too(blender):
+    from kinema_nodes.core.presets import PresetError
+    from kinema_nodes.presets_ui import apply_preset
+
+    bpy = blender
+    tree, rigs, _, _, _ = _two_arms_sharing_one_group(bpy)
+    rigs[0].kinema_tree = tree
+    count = len(tree.nodes)
+    try:
+        apply_preset(bpy.context, rigs[0], "Reach with the tool")
+    except PresetError as error:
+        assert f"also drives {rigs[1].name}" in str(error) and "Nothing was changed" in str(error)
+    else:
+        raise AssertionError("the shared tree was replaced")
+    assert len(tree.nodes) == count
+
+
+def test_ctrl_g_makes_a_group_in_the_kinema_editor(blender):
+    bpy = blender
+    keymap = bpy.context.window_manager.keyconfigs.addon.keymaps["Node Editor"]
+    items = [item for item in keymap.keymap_items if item.idname == "kinema.group_make"]
+    assert len(items) == 1 and items[0].type == "G" and items[0].ctrl and not items[0].shift
+    from kinema_nodes.tree import CATEGORIES
+
+    assert ("KINEMA_MT_add_group", "Group", ("KinemaGroupNode",)) in CATEGORIES

@@ -300,6 +300,21 @@ def test_the_apply_operator_reports_an_unbindable_preset_and_cancels(blender, pr
     assert panda.kinema_tree is None
 
 
+def test_a_preset_builds_a_rig_tree_headless_for_the_command_line(blender, presets_folder):
+    """What `kinema-nodes bake --preset NAME` does before keying its track: a tree from a
+    preset by name, and the target/solver the track drives."""
+    from kinema_nodes.presets_ui import apply_preset, preset_driver
+
+    bpy = blender
+    rig = _import(bpy, "arm7")
+    _pose(bpy, rig, ARM7)
+    tree = apply_preset(bpy.context, rig, "7_dof_arm_with_elbow_swivel", backend="NUMPY")  # the file name works too
+    assert rig.kinema_tree == tree
+    target, solver = preset_driver(tree)
+    assert (target.name, solver.name, solver.backend) == ("Tool", "Solver", "NUMPY")
+    assert target.control_object == rig and target.control_bone in rig.data.bones
+
+
 def test_a_role_set_by_hand_on_the_robot_node_binds_a_preset(blender, presets_folder):
     """A hand-made setting beats inference: with the 'wrist' role moved to link5, the hand-off
     preset hands over to link5; the setting survives re-applying."""
