@@ -68,8 +68,8 @@ def run_configs(args) -> int:
     }
     if args.render and configurations:
         payload["render"] = str(render_contact_sheet(args.urdf, robot, link, target, configurations, args.render))
-    lines = [f"{robot.name}: {len(configurations)} configuration{'s' if len(configurations) != 1 else ''} reach '{link}' "
-             f"({seconds * 1000:.0f} ms)"]
+    plural = "s" if len(configurations) != 1 else ""
+    lines = [f"{robot.name}: {len(configurations)} configuration{plural} reach '{link}' ({seconds * 1000:.0f} ms)"]
     for i, c in enumerate(configurations, 1):
         degrees = " ".join(f"{np.degrees(v):7.1f}" if not p else f"{v * 1000:7.1f}mm" for v, p in zip(c.joints, robot.is_prismatic))
         mark = "  <- current" if c.current else ""

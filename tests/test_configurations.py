@@ -44,7 +44,7 @@ def test_find_solutions_recovers_every_closed_form_branch_of_the_ur5(robots, nam
         truth = _distinct(robot, [np.clip(s, robot.lower, robot.upper) for s in oracle.solutions(pose)])
         assert len(truth) >= 2
         for branch in truth:
-            assert any(same_branch(robot, branch, c.joints, 0.02) for c in found), (q, branch)
+            assert any(same_branch(robot, branch, c.joints) for c in found), (q, branch)
         # no duplicates, each one reaches, within limits
         for i, a in enumerate(found):
             assert a.position_error <= 1e-5 and a.rotation_error <= 1e-5
