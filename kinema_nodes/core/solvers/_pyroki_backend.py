@@ -26,7 +26,7 @@ import numpy as np
 from ._cache import LRU, cache_root
 
 #: Bump when the program's inputs, outputs or algorithm change: old export files are rebuilt.
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 _MAGIC = b"KINEMA-IK-EXPORT\n"
 
 _lock = threading.RLock()
@@ -203,6 +203,21 @@ def _jacobian_tables(pk, robot, layout: Layout, to_pyroki: np.ndarray):
     return tables
 
 
+def _spd_solve(matrix, vector):
+    """Solve a small symmetric positive definite system (damped normal equations) by
+    Gauss-Jordan elimination, unrolled. XLA fuses it into a few kernels; jnp.linalg.solve
+    would call LAPACK through jaxlib, whose OpenBLAS threads stall on a busy machine."""
+    import jax.numpy as jnp
+
+    size = matrix.shape[-1]
+    augmented = jnp.concatenate([matrix, vector[:, None]], axis=1)
+    for i in range(size):
+        row = augmented[i] / augmented[i, i]
+        augmented = augmented - augmented[:, i:i + 1] * row[None, :]
+        augmented = augmented.at[i].set(row)
+    return augmented[:, size]
+
+
 def _build_function(robot, layout: Layout):
     """The pure JAX function for `layout` (traced once, then exported).
 
@@ -263,11 +278,11 @@ def _build_function(robot, layout: Layout):
         def one_step(x, flat, jac, errors, cost, damping, done):
             jac = jac * free
             eye = jnp.eye(x.shape[0], dtype=x.dtype)
-            step = jnp.linalg.solve(jac.T @ jac + damping * eye, -(jac.T @ flat))
+            step = _spd_solve(jac.T @ jac + damping * eye, -(jac.T @ flat))
             blocked = ((x <= lower) & (step < 0)) | ((x >= upper) & (step > 0))
             keep = (1.0 - blocked.astype(x.dtype)) * free
             jac2 = jac * keep
-            step2 = jnp.linalg.solve(jac2.T @ jac2 + damping * eye, -(jac2.T @ flat)) * keep
+            step2 = _spd_solve(jac2.T @ jac2 + damping * eye, -(jac2.T @ flat)) * keep
             step = jnp.where(jnp.any(blocked), step2, step * free)
             biggest = jnp.max(jnp.abs(step))
             step = step * jnp.minimum(1.0, 0.6 / jnp.maximum(biggest, 1e-12))
