@@ -28,6 +28,11 @@ KNOWN_TYPES = MOVABLE_TYPES + ("fixed", "floating", "planar")
 MAX_URDF_BYTES = 32 * 1024 * 1024
 #: Any coordinate beyond this many metres is a typo or an attack, not a robot.
 MAX_COORDINATE = 1.0e6
+#: Most links (and joints) we accept. Real robots have tens, a few hundred at most; a file with
+#: thousands is generated junk or an attack on the rig builder and the solver's compiler.
+MAX_LINKS = 2000
+#: Longest attribute text we parse as numbers (a 'number' of a million digits is an attack).
+MAX_NUMBER_TEXT = 1000
 
 
 @dataclass(frozen=True)
@@ -268,6 +273,7 @@ def find_urdf(name_or_path: str | Path) -> Path:
 
 
 _ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.IGNORECASE)
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 
 
 def _parse_xml(path: Path, data: bytes):
@@ -275,22 +281,35 @@ def _parse_xml(path: Path, data: bytes):
 
     if _ENTITY_DECLARATION.search(data):
         raise RobotFileError(path, "declares XML entities; refused (URDFs never need them, and they can expand without bound)")
+    if _DOCTYPE.search(data):
+        raise RobotFileError(path, "has a DOCTYPE; refused (URDFs never need one, and it can name outside files)")
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_blank_text=True)
     try:
         root = etree.fromstring(data, parser=parser)
     except etree.XMLSyntaxError as exc:
         raise RobotFileError(path, f"not valid XML: {exc}") from None
     if root is None or root.tag != "robot":
-        raise RobotFileError(path, f"root element is <{getattr(root, 'tag', None)}>, expected <robot>")
+        tag = getattr(root, "tag", None)
+        tag = tag if isinstance(tag, str) else "(not an element)"
+        raise RobotFileError(path, f"root element is <{tag[:80]}>, expected <robot>")
     return root
+
+
+#: How many numbers an attribute holds (mesh scale may also be one number; see _mesh_refs).
+_NUMBER_COUNTS = {"xyz": 3, "rpy": 3, "size": 3, "radius": 1, "length": 1, "lower": 1, "upper": 1,
+                  "velocity": 1, "effort": 1, "multiplier": 1, "offset": 1}
 
 
 def _check_structure(path: Path, root) -> None:
     """Problems that would make yourdfpy's parser raise something cryptic."""
     if not root.get("name"):
         raise RobotFileError(path, "<robot> has no name")
-    if not root.findall("link"):
+    links = root.findall("link")
+    if not links:
         raise RobotFileError(path, "no <link> elements")
+    for tag, count in (("link", len(links)), ("joint", len(root.findall("joint")))):
+        if count > MAX_LINKS:
+            raise RobotFileError(path, f"has {count} <{tag}> elements; refusing robots with more than {MAX_LINKS}")
     for element in root.findall("joint"):
         name = element.get("name")
         if not name:
@@ -314,12 +333,17 @@ def _check_structure(path: Path, root) -> None:
             text = element.get(attribute)
             if text is None:
                 continue
+            if len(text) > MAX_NUMBER_TEXT:
+                raise RobotFileError(path, f"{where} {attribute} is {len(text)} characters long; not a list of numbers")
             try:
                 numbers = [float(token) for token in text.split()]
             except ValueError:
                 raise RobotFileError(path, f"{where} {attribute}='{text}' is not a list of numbers") from None
             if not all(np.isfinite(numbers)):
                 raise RobotFileError(path, f"{where} contains NaN or inf")
+            expected = _NUMBER_COUNTS.get(attribute)
+            if expected is not None and len(numbers) != expected:
+                raise RobotFileError(path, f"{where} {attribute}='{text}' needs {expected} numbers, has {len(numbers)}")
 
 
 def _finite(path: Path, what: str, values) -> np.ndarray:
@@ -417,35 +441,89 @@ def _tree_order(path: Path, links: list[str], joints: list[Joint]) -> tuple[str,
     return roots[0], ordered
 
 
+def _mesh_candidates(filename: str, urdf_dir: Path):
+    """Every place a URDF mesh reference may mean, in the order they are tried."""
+    filename = filename.removeprefix("file://")
+    folders = [urdf_dir, *urdf_dir.parents]
+    if filename.startswith("package://"):
+        package, _, rest = filename[len("package://"):].partition("/")
+        for folder in folders:
+            yield folder / package / rest
+            yield folder / rest
+        return
+    candidate = Path(filename)
+    if candidate.is_absolute():
+        yield candidate
+        return
+    for folder in folders:
+        yield folder / candidate
+
+
 def resolve_mesh_path(filename: str, urdf_dir: Path) -> Path | None:
     """The file a URDF mesh reference means, or None.
 
     ``package://PKG/rest`` is looked for in the URDF's folder and each of its parents: as
     ``A/PKG/rest``, as ``A/rest`` when the folder ``A`` is itself named PKG, and as
     ``A/rest``. Plain relative paths are tried against the same folders.
+
+    This only finds the file; `load_robot` then refuses one outside the robot's folders
+    (see `robot_folders`).
     """
-    if filename.startswith("file://"):
-        filename = filename[len("file://"):]
-    folders = [urdf_dir, *urdf_dir.parents]
-    if filename.startswith("package://"):
-        package, _, rest = filename[len("package://"):].partition("/")
-        for folder in folders:
-            for candidate in (folder / package / rest, folder / rest):
-                if candidate.is_file():
-                    return candidate
-        return None
-    candidate = Path(filename)
-    if candidate.is_absolute():
-        return candidate if candidate.is_file() else None
-    for folder in folders:
-        if (folder / candidate).is_file():
-            return folder / candidate
+    for candidate in _mesh_candidates(filename, urdf_dir):
+        try:
+            if candidate.is_file():
+                return candidate
+        except (OSError, ValueError):  # a name too long, a NUL byte: not a file we can use
+            continue
     return None
 
 
+def _package_names(filename: str) -> list[str]:
+    """The package a ``package://`` reference names (``package:///a/b`` names ``a``)."""
+    if not filename.startswith("package://"):
+        return []
+    parts = [part for part in filename[len("package://"):].split("/") if part]
+    return parts[:1]
+
+
+def robot_folders(urdf_path: str | Path, packages=()) -> list[Path]:
+    """The folders a robot's meshes must lie in (after following ``..`` and symlinks).
+
+    - the folder holding the URDF, and its parent (the usual ``robot/urdf/`` beside
+      ``robot/meshes/``);
+    - the nearest folder above the URDF holding a ``package.xml`` (the ROS package it is in);
+    - each folder above the URDF named like a package its meshes use (``package://NAME/...``).
+
+    The file system's root and the home folder are never one of them (unless the URDF itself
+    lies there), so a URDF cannot name ``/etc/passwd`` or ``~/.ssh/...`` as a mesh.
+    """
+    urdf_dir = Path(urdf_path).resolve().parent
+    too_wide = {Path(urdf_dir.anchor), Path.home().resolve()}
+    folders = [urdf_dir]
+    if urdf_dir.parent not in too_wide:
+        folders.append(urdf_dir.parent)
+    for folder in urdf_dir.parents:
+        if folder in too_wide:
+            break
+        if (folder / "package.xml").is_file():
+            folders.append(folder)
+            break
+    names = set(packages)
+    for folder in urdf_dir.parents:
+        if folder.name in names and folder not in too_wide:
+            folders.append(folder)
+    return list(dict.fromkeys(folders))
+
+
+def _is_inside(path: Path, folders: list[Path]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
+
+
 def _mesh_refs(path: Path, yurdf) -> list[MeshRef]:
-    refs = []
+    from .meshes import check_mesh_file
+
     urdf_dir = path.parent
+    found: list[tuple[str, str, str, Path, object]] = []
     for link in yurdf.robot.links:
         for role, elements in (("visual", link.visuals), ("collision", link.collisions)):
             for element in elements:
@@ -453,16 +531,39 @@ def _mesh_refs(path: Path, yurdf) -> list[MeshRef]:
                 if geometry is None or geometry.mesh is None:
                     continue
                 filename = geometry.mesh.filename or ""
+                if not filename.strip():
+                    raise RobotFileError(path, f"link '{link.name}' {role} <mesh> has no filename")
+                if "\x00" in filename or len(filename) > 4096:
+                    raise RobotFileError(path, f"link '{link.name}' {role} mesh filename is not a usable path")
                 resolved = resolve_mesh_path(filename, urdf_dir)
                 if resolved is None:
+                    for candidate in _mesh_candidates(filename, urdf_dir):
+                        try:
+                            exists = candidate.exists()
+                        except (OSError, ValueError):
+                            exists = False
+                        if exists:  # a folder or a device: say what it is
+                            check_mesh_file(candidate, path, filename)
                     raise RobotFileError(path, f"link '{link.name}' {role} mesh '{filename}' not found (looked in {urdf_dir} and its parents)")
-                scale = geometry.mesh.scale
-                if scale is None:
-                    scale = (1.0, 1.0, 1.0)
-                elif np.isscalar(scale):
-                    scale = (float(scale),) * 3
-                scale = tuple(float(s) for s in _finite(path, f"link '{link.name}' mesh scale", scale))
-                refs.append(MeshRef(link.name, role, filename, resolved, scale))
+                found.append((link.name, role, filename, resolved, geometry.mesh.scale))
+    folders = robot_folders(path, {name for _, _, filename, _, _ in found for name in _package_names(filename)})
+    refs = []
+    for link_name, role, filename, resolved, scale in found:
+        real = resolved.resolve()
+        if not _is_inside(real, folders):
+            raise RobotFileError(
+                path, f"link '{link_name}' {role} mesh '{filename}' is {real}, outside the robot's folders "
+                f"({', '.join(str(f) for f in folders)}); meshes must lie inside them"
+            )
+        check_mesh_file(real, path, filename)
+        if scale is None:
+            scale = (1.0, 1.0, 1.0)
+        elif np.isscalar(scale):
+            scale = (float(scale),) * 3
+        scale = _finite(path, f"link '{link_name}' mesh scale", scale)
+        if scale.shape != (3,):
+            raise RobotFileError(path, f"link '{link_name}' mesh scale needs one or three numbers")
+        refs.append(MeshRef(link_name, role, filename, resolved, tuple(float(v) for v in scale)))
     return refs
 
 
