@@ -25,12 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import evaluator
-from .core.bake import BakeReport, BakeSolution, check_bake, solve_frames
+from .core.bake import BATCH_CHUNK, BakeReport, BakeSolution, batch_reason, check_bake, solve_frames, solve_frames_batched
 from .core.errors import KinemaError
 
 MARKER_PREFIX = "Kinema: "
 #: Frames solved between two yields of `BakeJob.steps()` (progress and Esc granularity).
 SOLVE_SLICE = 25
+#: Shortest range solved as a batch (a JAX scan over frames). The scan is compiled once per
+#: chain (seconds, then cached on disk); below this, frame-by-frame solves cost less than that.
+BATCH_MIN_FRAMES = 500
 
 
 @dataclass
@@ -56,7 +59,8 @@ class BakeJob:
     """One bake of `tree` over frames `frame_start..frame_end` (inclusive)."""
 
     def __init__(self, tree, frame_start: int, frame_end: int, *, scene=None, fps: float | None = None,
-                 speed_limit: float = 1.0, markers: bool = True):
+                 speed_limit: float = 1.0, markers: bool = True, batch: bool = True,
+                 batch_min_frames: int = BATCH_MIN_FRAMES):
         import bpy
 
         if frame_end < frame_start:
@@ -73,6 +77,9 @@ class BakeJob:
         self._restore: dict | None = None
         self._solver_count = 1
         self.seconds: dict[str, float] = {}  # time per phase: gather, solve, check, write
+        self.batch = batch  # PyRoki solves a chunk of frames per call (a JAX scan) where it can
+        self.batch_min_frames = batch_min_frames
+        self.notes: list[str] = []
 
     @property
     def total(self) -> int:
@@ -139,10 +146,25 @@ class BakeJob:
             for step in steps:
                 parts, current = [], starts[step.node]
                 frame_inputs = inputs[step.node]
-                for first in range(0, len(frame_inputs), SOLVE_SLICE):
-                    part = solve_frames(program, step, frame_inputs[first:first + SOLVE_SLICE], current)
+                batch = (self.batch and len(frame_inputs) >= self.batch_min_frames
+                         and batch_reason(program, step, frame_inputs) is None)
+                first = 0
+                while first < len(frame_inputs):
+                    size = BATCH_CHUNK if batch else SOLVE_SLICE
+                    chunk = frame_inputs[first:first + size]
+                    part = None
+                    if batch:
+                        try:
+                            part = solve_frames_batched(program, step, chunk, current)
+                        except Exception as exc:  # a JAX failure costs speed, never the bake
+                            self.notes.append(f"solved frame by frame: the batch failed ({type(exc).__name__}: {exc})")
+                            batch = False
+                            continue
+                    if part is None:
+                        part = solve_frames(program, step, chunk, current)
                     parts.append(part)
                     current = part.joints[-1]
+                    first += len(chunk)
                     done += len(part.frames)
                     yield done
                 solutions[step.node] = _join(parts)

@@ -286,3 +286,34 @@ def test_checks_flag_limits_speeds_flips_and_failures(robots):
     # a generous speed limit (none at all) leaves only the other flags
     unlimited = check_bake(_solution(robot, q), fps=24.0, velocity_limits=np.full(robot.dof, np.inf))
     assert unlimited.too_fast == {}
+
+
+def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
+    """The PyRoki scan over frames gives the live, frame-by-frame answers (float32 solver: 1e-5)."""
+    bpy = blender
+    from kinema_nodes.baking import BakeJob
+
+    rig, tree, target, solver = _rig_with_target(bpy)
+    solver.backend = "PYROKI"
+    start = np.array(ARM7_START)
+    end = start + np.array([0.4, 0.3, -0.3, 0.4, 0.3, -0.3, 0.5, 0.0])
+    _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start, end, start], [1, 20, 40]))
+    by_frame = BakeJob(tree, 1, 40, batch=False)
+    by_frame.run()
+    _pose(bpy, rig, start)
+    for fcurve in list(_channelbag_fcurves(rig)):
+        if "IK_" not in fcurve.data_path:
+            fcurve.keyframe_points.clear()
+    batched = BakeJob(tree, 1, 40, batch_min_frames=1)
+    batched.run()
+    assert not batched.notes, batched.notes
+    a, b = by_frame.results[0], batched.results[0]
+    assert a.report.converged == b.report.converged == 40
+    assert b.report.max_position_error <= 1e-5 and b.report.max_rotation_error <= 1e-5
+    np.testing.assert_allclose(b.solution.joints, a.solution.joints, atol=1e-5)
+
+
+def _channelbag_fcurves(rig):
+    from kinema_nodes.baking import _channelbag
+
+    return _channelbag(rig).fcurves
