@@ -96,11 +96,21 @@ class BakeJob:
         for node in solvers:
             if node.live:
                 node.live = False
+        # With no other live tree in the file, the frame handlers have nothing to do while we
+        # step through frames; their per-frame snapshot costs more than the frame itself, so
+        # hold them off (the evaluator's own re-entry guard) until the frame is put back.
+        others_live = any(n.live for t in evaluator.kinema_trees() if t != self.tree
+                          for n in t.nodes if n.bl_idname == "KinemaSolverNode")
+        self._restore["handlers_held"] = not others_live and not evaluator._running
+        if self._restore["handlers_held"]:
+            evaluator._running = True
 
     def _resume(self) -> None:
         if self._restore is None:
             return
         restore, self._restore = self._restore, None
+        if restore.get("handlers_held"):
+            evaluator._running = False
         for name, live in restore["live"].items():
             node = self.tree.nodes.get(name)
             if node is not None and node.live != live:
