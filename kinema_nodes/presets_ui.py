@@ -177,12 +177,11 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
         for key, value in spec.params:
             prop = PARAM_PROPERTIES.get((spec.kind, key), key)
             if spec.kind == "solver" and key == "backend":
-                value = (backend or value).upper()
+                value = backend or value
             if spec.kind == "solver" and key == "live":
                 live[node.name] = bool(value)
                 value = False  # nothing solves a half-built tree; switched on at the end
-            if hasattr(node, prop):
-                setattr(node, prop, tuple(value) if isinstance(value, list) else value)
+            _set_setting(node, prop, value)
         if spec.kind == "solver":
             live.setdefault(node.name, True)
             node.live = False
@@ -199,10 +198,7 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
         made[spec.name] = node
     for name in plan.controls:
         target = made[name]
-        link = target.link_name or robot.tool_point
-        keys = plan.link_keys.get(name)
-        if keys:
-            link = keys[0][1]
+        link = _link_now(plan, name, context.scene.frame_current) or target.link_name or robot.tool_point
         target.control_object = rig
         target.control_bone = add_control_bone(context, rig, robot, link)
     for link in plan.spec.links:
@@ -217,6 +213,45 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
         made[name].live = value
     evaluator.mark_dirty(tree)
     return tree
+
+
+def _set_setting(node, prop: str, value) -> None:
+    """A spec param onto a node property: enums are upper case in Blender, lower in specs; a
+    collection of rows (a Link Switch's ranges) is rebuilt row by row."""
+    rna = node.bl_rna.properties.get(prop)
+    if rna is None:
+        return
+    if rna.type == "ENUM" and isinstance(value, str):
+        value = value.upper()
+    if rna.type == "COLLECTION":
+        rows = getattr(node, prop)
+        rows.clear()
+        fields = [p.identifier for p in rna.fixed_type.properties if p.identifier not in ("rna_type", "name")]
+        for values in value:
+            row = rows.add()
+            for field, item in zip(fields, values):
+                setattr(row, field, item)
+        return
+    setattr(node, prop, tuple(value) if isinstance(value, list) else value)
+
+
+def _link_now(plan: BoundPreset, target: str, frame: float) -> str | None:
+    """The link a target of the plan aims at on `frame` (its keys, or a Link Switch feeding it),
+    so its control bone is made where that link is."""
+    from .core.program import _link_switch
+
+    keys = plan.link_keys.get(target)
+    if keys:
+        chosen = keys[0][1]
+        for first, link in sorted(keys):
+            if frame >= first:
+                chosen = link
+        return chosen
+    for link in plan.spec.inputs(target, "Link"):
+        source = plan.spec.node(link.from_node)
+        if source.kind == "link_switch":
+            return _link_switch(source)(frame)
+    return None
 
 
 def _show_keyed_value(target, frame: float) -> None:

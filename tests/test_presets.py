@@ -316,8 +316,8 @@ def test_a_preset_builds_a_rig_tree_headless_for_the_command_line(blender, prese
 
 
 def test_a_role_set_by_hand_on_the_robot_node_binds_a_preset(blender, presets_folder):
-    """A hand-made setting beats inference: with the 'wrist' role moved to link5, the hand-off
-    preset hands over to link5; the setting survives re-applying."""
+    """A hand-made setting beats inference: with the 'wrist' role moved to wrist_2_link, the
+    hand-off preset hands over to wrist_2_link; the setting survives re-applying."""
     bpy = blender
     rig = _import(bpy, "arm6")
     tree = _apply(bpy, rig, "Reach with the tool")
@@ -327,11 +327,32 @@ def test_a_role_set_by_hand_on_the_robot_node_binds_a_preset(blender, presets_fo
     tree = _apply(bpy, rig, "Hand-off between two links")
     (robot_node,) = _nodes(tree, "KinemaRobotNode")
     assert robot_node.role_override_map() == {"wrist": "wrist_2_link"}
+    (switch,) = _nodes(tree, "KinemaLinkSwitchNode")
+    assert [(row.start, row.link) for row in switch.ranges] == [(1.0, "tool_tcp"), (50.0, "wrist_2_link")]
     (target,) = _nodes(tree, "KinemaIKTargetNode")
-    assert target.link_at_frame(_robot(rig)) == "tool_tcp"
     assert [b.name for b in rig.data.collections_all["IK"].bones] == [target.control_bone]  # the old control went with the old tree
-    bpy.context.scene.frame_set(60)
-    assert target.link_at_frame(_robot(rig)) == "wrist_2_link"
+
+
+def test_keyed_target_bone_choices_are_saved_as_roles_and_keyed_again(blender, presets_folder):
+    """Key Target Bone on the Panda (tool point, then the wrist at frame 30), saved, applied to
+    an xArm7: the keys step between the xArm7's tool point and wrist."""
+    from kinema_nodes.ik_panel import add_ik_target, key_target_link
+    from kinema_nodes.presets_ui import save_tree_as_preset
+
+    bpy = blender
+    panda = _import(bpy, "panda")
+    tree, target, _ = add_ik_target(bpy.context, panda, backend="NUMPY")
+    key_target_link(target, _robot(panda), "panda_hand_tcp", 1)
+    key_target_link(target, _robot(panda), "panda_link6", 30)
+    text = save_tree_as_preset(tree, panda, "Tool then wrist").read_text()
+    assert '"keys"' in text and '"role": "wrist"' in text
+    xarm = _import(bpy, "xarm7")
+    tree = _apply(bpy, xarm, "Tool then wrist")
+    (target,) = _nodes(tree, "KinemaIKTargetNode")
+    robot = _robot(xarm)
+    for frame, link in ((1, "link_eef"), (29, "link_eef"), (30, "link6"), (45, "link6")):
+        bpy.context.scene.frame_set(frame)
+        assert target.link_at_frame(robot) == link, frame
 
 
 # ---- every shipped preset, on a robot it is made for -----------------------------------------
@@ -449,19 +470,22 @@ def test_shipped_multi_target_presets_on_talos(blender, presets_folder, preset, 
 
 
 def test_shipped_hand_off_preset_hands_the_control_from_the_tool_to_the_wrist(blender, presets_folder):
+    """Robot -> IK Target <- Link Switch (tool point from frame 1, wrist from frame 50) -> Solver."""
     bpy = blender
     rig = _import(bpy, "arm6")
     robot = _robot(rig)
     _pose(bpy, rig, ARM6)
     tree = _apply(bpy, rig, "Hand-off between two links")
-    (target,), (solver,) = _nodes(tree, "KinemaIKTargetNode"), _nodes(tree, "KinemaSolverNode")
+    (target,), (solver,), (switch,) = (_nodes(tree, t) for t in ("KinemaIKTargetNode", "KinemaSolverNode", "KinemaLinkSwitchNode"))
+    assert target.inputs["Link"].links[0].from_node == switch
     bpy.context.scene.frame_set(1)
+    _settle(bpy)
     assert solver.solving_to == "tool_tcp" and solver.summary.startswith("converged"), solver.summary
     _assert_reaches(rig, target, "tool_tcp")
+    assert np.abs(_joints(rig) - np.array(ARM6)).max() <= 1e-6  # the control was made on the tool: nothing moved
     bpy.context.scene.frame_set(49)
-    assert target.link_at_frame(robot) == "tool_tcp"  # stepped: no link in between
+    assert solver.solving_to == "tool_tcp"  # stepped: no link in between
     bpy.context.scene.frame_set(50)
-    assert target.link_at_frame(robot) == "wrist_1_link"
     q = _moved(robot, np.array(ARM6), np.random.default_rng(3), 0.1)
     rig.pose.bones[target.control_bone].matrix = _matrix(link_pose(robot, q, "wrist_1_link"))
     _settle(bpy)
