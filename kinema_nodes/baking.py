@@ -128,8 +128,8 @@ class BakeJob:
         """Do the bake, yielding the number of units done after each (see `total`)."""
         program = evaluator.program_for(self.tree)
         if not program.ok:
-            first = next(iter(program.problems.by_node.items()), None)
-            where = f" ('{first[0]}': {first[1][0] if isinstance(first[1], list) else first[1]})" if first else ""
+            node = next((name for name, messages in program.problems.by_node.items() if messages), None)
+            where = f" ('{node}': {program.problems.message(node)})" if node else ""
             raise KinemaError(f"tree '{self.tree.name}' has problems; fix them before baking{where}")
         if not program.steps:
             raise KinemaError(f"tree '{self.tree.name}' has no solver with a robot and a target to bake")

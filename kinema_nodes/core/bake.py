@@ -18,7 +18,7 @@ import numpy as np
 from .kinematics import link_pose
 from .program import FrameInputs, Program, SolverStep, pose_to_target
 from .robot import RobotModel
-from .rotations import quaternion_to_matrix, rotation_angle_between
+from .rotations import matrix_to_quaternion, quaternion_to_matrix, rotation_angle_between
 
 #: A joint closer than this fraction of its range to either limit is flagged.
 LIMIT_MARGIN = 0.01
@@ -367,13 +367,12 @@ def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[Fr
     options = replace(step.options, backend="pyroki", held_joints=frozenset(held))
     weights = np.array([[t.position_weight, t.rotation_weight] for t in step.targets], dtype=float)
     links = [tuple(program.resolve_link(t, f) for t in step.targets) for f in inputs]
-    targets = np.empty((count, len(step.targets), 4, 4))
-    positions = np.empty((count, len(step.targets), 3))
-    wxyz = np.empty((count, len(step.targets), 4))
-    for i, frame_input in enumerate(inputs):
-        for t, target in enumerate(step.targets):
-            positions[i, t], wxyz[i, t] = pose_to_target(frame_input.controls[target.node])
-    targets[:] = np.eye(4)
+    # `pose_to_target` for every frame at once: scale removed, rotation as a unit quaternion
+    controls = np.array([[f.controls[t.node] for t in step.targets] for f in inputs], dtype=float).reshape(count, -1, 4, 4)
+    rotations = controls[..., :3, :3] / np.linalg.norm(controls[..., :3, :3], axis=-2, keepdims=True)
+    positions = controls[..., :3, 3].copy()
+    wxyz = matrix_to_quaternion(rotations)
+    targets = np.tile(np.eye(4), (count, len(step.targets), 1, 1))
     targets[..., :3, :3] = quaternion_to_matrix(wxyz)
     targets[..., :3, 3] = positions
 
