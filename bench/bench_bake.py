@@ -78,7 +78,8 @@ def in_process(frames: int, backends: list[str]) -> dict:
     kinema_nodes.register()
     from bpy_extras import anim_utils
 
-    from kinema_nodes import baking, rig as rig_module
+    from kinema_nodes import baking
+    from kinema_nodes import rig as rig_module
     from kinema_nodes.cli_bake import key_control
     from kinema_nodes.ik_panel import add_ik_target
     from kinema_nodes.importer import import_urdf
@@ -171,20 +172,25 @@ def main() -> int:
     import bpy
     import jax
 
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         cli = {solver: cli_run(args.cli_frames, solver, Path(folder)) for solver in args.backends}
     measured = in_process(args.frames, args.backends)
+    load_after = os.getloadavg()[0]
 
     lines = [
         "## Bake to Keyframes (`bench/bench_bake.py`)",
         "",
         f"Command: `python bench/bench_bake.py --frames {args.frames} --cli-frames {args.cli_frames} --backends {' '.join(args.backends)}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; Python {platform.python_version()}, "
-        f"bpy {'.'.join(map(str, bpy.app.version))}, jax {jax.__version__}; seed 7. Panda, target link `{LINK}` (7 joints), "
-        "the control keyed on every frame of a smooth trajectory (FK of sums of slow sines in joint space: every pose reachable). "
-        "Times are wall clock of one run; the bake's first 20 frames are baked once beforehand to pay the solver's one-off compile "
-        "and the batch program's (shown as warm-up). The `kinema-nodes bake` rows include everything a fresh process pays: "
-        "importing bpy and JAX, loading the compiled programs from the on-disk caches, importing the robot, saving.",
+        (
+            f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; Python {platform.python_version()}, "
+            f"bpy {'.'.join(map(str, bpy.app.version))}, jax {jax.__version__}; seed 7. Panda, target link `{LINK}` (7 joints), "
+            "the control keyed on every frame of a smooth trajectory (FK of sums of slow sines in joint space: every pose reachable). "
+            "Times are wall clock of one run; the bake's first 20 frames are baked once beforehand to pay the solver's one-off compile "
+            "and the batch program's (shown as warm-up). The `kinema-nodes bake` rows include everything a fresh process pays: "
+            "importing bpy and JAX, loading the compiled programs from the on-disk caches, importing the robot, saving. "
+            f"Load average (1 min) at start / end: {load_before:.1f} / {load_after:.1f} — other work shared the 2 cores."
+        ),
         "",
         f"### {args.frames}-frame bake in Blender, keys written (target <= 2 s)",
         "",

@@ -55,7 +55,7 @@ class KINEMA_OT_bake(bpy.types.Operator):
 
     bl_idname = "kinema.bake"
     bl_label = "Bake to Keyframes"
-    bl_options = {"REGISTER", "UNDO"}
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
 
     tree: bpy.props.StringProperty(name="Tree", description="Kinema tree to bake (default: the active rig's)")
 
@@ -151,7 +151,7 @@ class KINEMA_PT_bake(bpy.types.Panel):
     bl_region_type = "UI"
     bl_category = "Kinema"
     bl_parent_id = KINEMA_PT_inverse_kinematics.bl_idname
-    bl_options = {"DEFAULT_CLOSED"}
+    bl_options = {"DEFAULT_CLOSED"}  # noqa: RUF012 -- Blender reads a set
 
     @classmethod
     def poll(cls, context):

@@ -166,7 +166,7 @@ class BakeJob:
                     if batch:
                         try:
                             part = solve_frames_batched(program, step, chunk, current)
-                        except Exception as exc:  # a JAX failure costs speed, never the bake
+                        except Exception as exc:  # noqa: BLE001 -- a JAX failure costs speed, never the bake
                             self.notes.append(f"solved frame by frame: the batch failed ({type(exc).__name__}: {exc})")
                             batch = False
                             continue

@@ -10,7 +10,6 @@ bundled robot — the tool tracing a figure-eight, then a hand-off to the elbow 
 from __future__ import annotations
 
 import csv
-import json
 import math
 import sys
 import time
@@ -192,8 +191,8 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
         raise KinemaError(f"--out '{out}' must end in .blend")
     bpy = headless_blender()
     from . import rig as rig_module
-    from .baking import bake_tree
     from .bake_panel import ensure_bake_node
+    from .baking import bake_tree
     from .ik_panel import add_ik_target
     from .importer import import_urdf
 
@@ -305,7 +304,7 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
         g0 = width - right - gauge
         draw.rectangle([g0, y0, width - right, y1], fill=(226, 230, 236), outline=(150, 150, 160))
         if limited:
-            def g_of(value, y0=y0, y1=y1):
+            def g_of(value, y0=y0, y1=y1, lower=lower, upper=upper):
                 return y1 - (y1 - y0) * (float(value) - lower) / (upper - lower)
 
             used_low, used_high = float(values.min()), float(values.max())
@@ -326,9 +325,9 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     for tick in ticks:
         x = x_of(round(tick))
         draw.line([x, axis_y - 4, x, axis_y + 2], fill=(80, 80, 80))
-        draw.text((x - 10, axis_y + 6), f"{int(round(tick))}", fill=(60, 60, 60), font=small)
-    draw.text((left, axis_y + 22), "frame.   Blue: joint value.  Red band: flagged frame.  Red line: a limit in view.  Dashes: hand-off."
-              , fill=(60, 60, 60), font=small)
+        draw.text((x - 10, axis_y + 6), f"{round(tick)}", fill=(60, 60, 60), font=small)
+    legend = "frame.   Blue: joint value.  Red band: flagged frame.  Red line: a limit in view.  Dashes: hand-off."
+    draw.text((left, axis_y + 22), legend, fill=(60, 60, 60), font=small)
     draw.text((left, axis_y + 36), "Right column: the joint's whole range, and the part this shot uses.", fill=(60, 60, 60), font=small)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -409,8 +408,8 @@ def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float,
     from .baking import frame_ranges
 
     lines = [
-        f"baked {report.frames} frames of {robot.name} in {outcome.seconds:.2f} s: {report.converged} converged, "
-        f"worst {report.max_position_error * 1000:.4f} mm / {math.degrees(report.max_rotation_error):.4f}°",
+        (f"baked {report.frames} frames of {robot.name} in {outcome.seconds:.2f} s: {report.converged} converged, "
+         f"worst {report.max_position_error * 1000:.4f} mm / {math.degrees(report.max_rotation_error):.4f}°"),
         f"saved {outcome.blend}",
     ]
     if report.flagged:

@@ -7,7 +7,6 @@ Tolerances: pose bones and keys store float32, so "the same motion" is 1e-6 (rad
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from kinema_nodes.core.kinematics import link_pose
 
@@ -133,7 +132,7 @@ def test_a_keyed_hand_off_bakes_keys_for_every_joint_used_anywhere(blender):
     from kinema_nodes.baking import bake_tree
     from kinema_nodes.ik_panel import key_target_link
 
-    rig, tree, target, solver = _rig_with_target(bpy, link="link5")
+    rig, tree, target, _ = _rig_with_target(bpy, link="link5")
     robot = _robot(rig)
     start = np.array(ARM7_START)
     later = start + np.array([0.3, 0.2, -0.2, 0.3, 0.2, -0.3, 0.4, 0.0])
@@ -207,7 +206,7 @@ def test_an_unreachable_stretch_bakes_flags_those_frames_and_writes_no_nan(blend
     bpy = blender
     from kinema_nodes.baking import MARKER_PREFIX, bake_tree
 
-    rig, tree, target, solver = _rig_with_target(bpy)
+    rig, tree, target, _ = _rig_with_target(bpy)
     robot = _robot(rig)
     start = np.array(ARM7_START)
     near = link_pose(robot, start, "flange")
@@ -235,7 +234,8 @@ def test_an_unreachable_stretch_bakes_flags_those_frames_and_writes_no_nan(blend
 
 def test_bake_operator_adds_a_bake_node_and_keeps_the_report(blender):
     bpy = blender
-    rig, tree, target, solver = _rig_with_target(bpy)
+    rig, tree, target, _ = _rig_with_target(bpy)
+    assert bpy.types.Panel.bl_rna_get_subclass_py("KINEMA_PT_bake") is not None  # the IK panel's sub-panel
     start = np.array(ARM7_START)
     _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start, start + 0.2], [1, 10]))
     bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 10
