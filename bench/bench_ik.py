@@ -28,13 +28,19 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kinema_nodes.core.kinematics import link_pose  # noqa: E402
-from kinema_nodes.core.robot import load_robot  # noqa: E402
-from kinema_nodes.core.rotations import quaternion_to_matrix, rotation_angle_between  # noqa: E402
-from kinema_nodes.core.solvers._bench import PRACTICAL, STRICT, _case_targets, cold_cases, run_benchmark  # noqa: E402
+from kinema_nodes.core.kinematics import link_pose
+from kinema_nodes.core.robot import load_robot
+from kinema_nodes.core.rotations import quaternion_to_matrix, rotation_angle_between
+from kinema_nodes.core.solvers._bench import PRACTICAL, STRICT, cold_cases, run_benchmark
 
 ARMS = (("panda", "panda_hand"), ("ur5", "tool0"), ("xarm7", "link_eef"))
 HUMANOID = ("talos", ("arm_left_7_link", "arm_right_7_link", "leg_left_6_link", "leg_right_6_link"))
+PROTOCOL = (
+    "Success = within limits and position error <= 1e-5 m and rotation error <= 1e-5 rad; practical = 1 mm / 0.01 rad. "
+    "Times are wall-clock per solve including Python dispatch, after 10 warm-up solves. "
+    "Tracking: smooth random joint trajectories (<= 0.02 rad per frame), each frame seeded from the previous answer; "
+    "a frame over 33 ms counts as a failure."
+)
 BEGIN, END = "<!-- BEGIN IK BENCHMARK (bench/bench_ik.py) -->", "<!-- END IK BENCHMARK -->"
 
 
@@ -100,7 +106,7 @@ def bench_ikpy(robot, link, n, seed) -> dict:
         warnings.simplefilter("ignore")
         chain = Chain(links, active_links_mask=mask)
     order = [robot.joint_index(lk.name) if m else -1 for lk, m in zip(links, mask)]
-    targets, starts, truth = cold_cases(robot, link, n, seed)
+    targets, starts, _ = cold_cases(robot, link, n, seed)
     times, pe, re, within = [], [], [], []
     for row, start in zip(targets, starts):
         initial = np.array([start[i] if i >= 0 else 0.0 for i in order])
@@ -187,7 +193,7 @@ def first_solve_in_new_process(name, link, cache) -> dict:
     env = dict(os.environ, KINEMA_CACHE_DIR=str(cache))
     t = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(FIRST_SOLVE.format(name=name, link=link))],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
+                          check=False, capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.perf_counter() - t
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
@@ -197,8 +203,8 @@ def first_solve_in_new_process(name, link, cache) -> dict:
 
 
 def import_time() -> float:
-    done = subprocess.run([sys.executable, "-c", "import time; t=time.perf_counter(); import kinema_nodes.core.solvers; "
-                           "import jax; print(time.perf_counter()-t)"], capture_output=True, text=True, cwd=ROOT)
+    code = "import time; t=time.perf_counter(); import kinema_nodes.core.solvers; import jax; print(time.perf_counter()-t)"
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT)
     return float(done.stdout.strip())
 
 
@@ -238,18 +244,18 @@ def main() -> int:
     cache = Path(tempfile.mkdtemp(prefix="kinema_bench_cache_"))
     os.environ["KINEMA_CACHE_DIR"] = str(cache)  # a fresh cache: the first-call numbers mean "cold"
     info = versions()
+    run_line = (
+        f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; machine: {cpu_name()}, {os.cpu_count()} cores "
+        f"(shared with other jobs while it ran: load average at start {os.getloadavg()[0]:.1f}); "
+        + ", ".join(f"{k} {v}" for k, v in info.items()) + f"; seed {args.seed}."
+    )
     lines = [
         "## IK solvers (issue 3)",
         "",
         f"Command: `python bench/bench_ik.py --n {args.n} --peer-n {args.peer_n} --seed {args.seed}`  ",
-        f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; machine: {cpu_name()}, {os.cpu_count()} cores "
-        f"(shared with other jobs while it ran: load average at start {os.getloadavg()[0]:.1f}); "
-        + ", ".join(f"{k} {v}" for k, v in info.items()) + f"; seed {args.seed}.",
+        run_line,
         "",
-        "Success = within limits and position error <= 1e-5 m and rotation error <= 1e-5 rad; practical = 1 mm / 0.01 rad. "
-        "Times are wall-clock per solve including Python dispatch, after 10 warm-up solves. "
-        "Tracking: smooth random joint trajectories (<= 0.02 rad per frame), each frame seeded from the previous answer; "
-        "a frame over 33 ms counts as a failure.",
+        PROTOCOL,
         "",
         "| case | N | success (1e-5) | practical | median ms | p95 ms | p99 ms | max ms |",
         "|---|---|---|---|---|---|---|---|",
@@ -286,7 +292,7 @@ def main() -> int:
             lines.append(row(f"{name}: IKPy (N={args.peer_n})", ik))
             ratios.append(f"{name}: IKPy median / Kinema pyroki median = {ik['median_ms'] / ours['median_ms']:.1f}x "
                           f"(success {pct(ik['success_rate'])} vs {pct(ours['success_rate'])})")
-        except Exception as exc:  # a peer that cannot load this robot is reported, not fatal
+        except Exception as exc:  # noqa: BLE001 - a peer that cannot load this robot is reported, not fatal
             lines.append(f"| {name}: IKPy | failed: {type(exc).__name__}: {str(exc)[:80]} | | | | | | |")
         print(lines[-1], flush=True)
         try:
@@ -294,7 +300,7 @@ def main() -> int:
             lines.append(row(f"{name}: raw PyRoki, 1 seed (N={args.n})", raw))
             ratios.append(f"{name}: raw PyRoki median / Kinema pyroki median = {raw['median_ms'] / ours['median_ms']:.2f}x "
                           f"(success {pct(raw['success_rate'])} vs {pct(ours['success_rate'])}; its first call {raw['first_call_s']:.1f} s)")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in the table
             lines.append(f"| {name}: raw PyRoki | failed: {type(exc).__name__}: {str(exc)[:80]} | | | | | | |")
         print(lines[-1], flush=True)
     lines += ["", "Ratios: " + "; ".join(ratios) + "." if ratios else ""]

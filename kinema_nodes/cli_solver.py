@@ -54,9 +54,10 @@ def run_solve(args) -> int:
         "backend": result.backend,
         "fallback_reason": result.fallback_reason,
     }
-    lines = [f"{link}: {result.reason}  (position error {result.position_error * 1000:.4f} mm, "
-             f"rotation error {np.degrees(result.rotation_error):.5f} deg, {result.iterations} iterations, "
-             f"{result.ms:.2f} ms, {result.backend})"]
+    summary = (f"{link}: {result.reason}  (position error {result.position_error * 1000:.4f} mm, "
+               f"rotation error {np.degrees(result.rotation_error):.5f} deg, {result.iterations} iterations, "
+               f"{result.ms:.2f} ms, {result.backend})")
+    lines = [summary]
     if result.fallback_reason:
         lines.append(f"note: NumPy solver used: {result.fallback_reason}")
     lines += [f"  {name:<28} {value: .6f}" for name, value in payload["joints"].items()]

@@ -91,7 +91,8 @@ INSTALL_SCRIPT = textwrap.dedent(
         target = solvers.IKTarget(link=robot.tool_point, position=tuple(pose[:3, 3]),
                                   wxyz=tuple(rotations.matrix_to_quaternion(pose[:3, :3])))
         started = time.perf_counter()
-        result = solvers.solve(robot, target, robot.zero_configuration())
+        # A generous time budget: this checks the wheels work, not speed on a busy machine.
+        result = solvers.solve(robot, target, robot.zero_configuration(), solvers.SolveOptions(budget_ms=120000.0))
         report["solve"] = {
             "backend": result.backend, "converged": bool(result.converged),
             "fallback_reason": result.fallback_reason, "position_error": result.position_error,

@@ -9,6 +9,7 @@ the NumPy kinematics (the same yardstick for both backends).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 
@@ -24,6 +25,7 @@ from ._types import IKTarget, SolveOptions, SolveResult, TargetArrays, check_opt
 #: a few float64 NumPy iterations (float32 bottoms out around 1e-6).
 POLISH_BELOW = 1e-2
 POLISH_ITERATIONS = 6
+DEFAULT_OPTIONS = SolveOptions()
 
 
 def pyroki_available() -> tuple[bool, str | None]:
@@ -78,7 +80,7 @@ def _reason(robot, problem, q, converged: bool, over_budget: bool) -> str:
 
 
 def solve(
-    robot, targets: IKTarget | Sequence[IKTarget], start: np.ndarray, options: SolveOptions = SolveOptions()
+    robot, targets: IKTarget | Sequence[IKTarget], start: np.ndarray, options: SolveOptions | None = None
 ) -> SolveResult:
     """Joint values that put each target link at its pose, starting from `start`.
 
@@ -87,6 +89,7 @@ def solve(
     unknown link or joint, wrong start length).
     """
     t0 = time.perf_counter()
+    options = DEFAULT_OPTIONS if options is None else options
     with single_threaded_blas():
         return _solve(robot, targets, start, options, t0)
 
@@ -107,7 +110,7 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
             raise
         except ImportError as exc:
             backend, fallback_reason = "numpy", f"PyRoki could not be imported ({type(exc).__name__}: {exc})"
-        except Exception as exc:  # a JAX failure must not cost the user the frame
+        except Exception as exc:  # noqa: BLE001 - a JAX failure must not cost the user the frame
             backend, fallback_reason = "numpy", f"PyRoki failed ({type(exc).__name__}: {exc})"
     errors = None
     if q_raw is None:
@@ -138,10 +141,11 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
     )
 
 
-def warm_up(robot, links: Sequence[str], options: SolveOptions = SolveOptions()) -> float:
+def warm_up(robot, links: Sequence[str], options: SolveOptions | None = None) -> float:
     """Compile the solver for these target links without solving (the wait-cursor moment).
     Returns the seconds it took; instant for the NumPy backend or when PyRoki is missing."""
     t0 = time.perf_counter()
+    options = DEFAULT_OPTIONS if options is None else options
     links = tuple(robot.check_link(link) for link in ([links] if isinstance(links, str) else links))
     if not links:
         raise KinemaError("warm_up needs at least one target link")
@@ -149,15 +153,13 @@ def warm_up(robot, links: Sequence[str], options: SolveOptions = SolveOptions())
     if backend == "pyroki":
         from ._pyroki_backend import warm_up_pyroki
 
-        try:
+        with contextlib.suppress(Exception):  # solve() will fall back to NumPy and report why
             warm_up_pyroki(robot, links)
-        except Exception:
-            pass  # solve() will fall back to NumPy and report why
     return time.perf_counter() - t0
 
 
 def solve_trajectory(
-    robot, targets_per_frame: Sequence[IKTarget | Sequence[IKTarget]], start: np.ndarray, options: SolveOptions = SolveOptions()
+    robot, targets_per_frame: Sequence[IKTarget | Sequence[IKTarget]], start: np.ndarray, options: SolveOptions | None = None
 ) -> list[SolveResult]:
     """Solve frame after frame, each seeded from the previous answer (the bake case), so the
     arm stays on one branch and multi-turn joints never jump."""

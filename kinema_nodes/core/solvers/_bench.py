@@ -119,9 +119,9 @@ def run_benchmark(robot, link, n: int = 1000, seed: int = 0, solver: str = "pyro
         position_errors.append(result.position_error)
         rotation_errors.append(result.rotation_error)
         within.append(bool(np.all(result.joints >= robot.lower) and np.all(result.joints <= robot.upper)))
-        if mode != "cold" and previous is not None and trajectory[i] == trajectory[i - 1]:
-            if np.any(np.abs(result.joints - previous)[robot.is_continuous] > np.pi):
-                jumps += 1
+        same_trajectory = mode != "cold" and previous is not None and trajectory[i] == trajectory[i - 1]
+        if same_trajectory and np.any(np.abs(result.joints - previous)[robot.is_continuous] > np.pi):
+            jumps += 1
         previous = result.joints
         backend = result.backend
     times = np.array(times)

@@ -45,7 +45,7 @@ def single_threaded_blas():
         _looked = True
         try:
             _controls = _find_controls()
-        except Exception:
+        except Exception:  # noqa: BLE001 - any failure just means: leave BLAS alone
             _controls = None
     if _controls is None:
         yield

@@ -43,7 +43,7 @@ def jax_available() -> tuple[bool, str | None]:
     try:
         import jax  # noqa: F401
         import jaxlie  # noqa: F401
-    except Exception as exc:  # ImportError, or a broken install raising anything
+    except Exception as exc:  # noqa: BLE001 - ImportError, or a broken install raising anything
         return False, _import_reason(exc, "JAX")
     return True, None
 
@@ -56,7 +56,7 @@ def pyroki_available() -> tuple[bool, str | None]:
         if ok:
             try:
                 import pyroki  # noqa: F401
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - same: any failure to import is a reason to fall back
                 ok, reason = False, _import_reason(exc, "PyRoki")
         _availability = (ok, reason)
     return _availability
@@ -92,7 +92,7 @@ def _register_lapack() -> None:
         from jax._src.lib import lapack
 
         lapack._lapack.initialize()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a private jaxlib path moved: register by lowering instead
         import jax
         import jax.numpy as jnp
 
@@ -290,7 +290,7 @@ def _build_function(robot, layout: Layout):
             flat_new, jac_new, errors_new = evaluate(x_new, base, positions, wxyz, weights)
             cost_new = cost_of(errors_new)
             better = (cost_new < cost) & ~done
-            pick = lambda new, old: jnp.where(better, new, old)  # noqa: E731
+            pick = lambda new, old: jnp.where(better, new, old)
             damping = jnp.where(better, jnp.maximum(damping * 0.2, 1e-10), jnp.minimum(damping * 10.0, 1e6))
             x, flat, jac, errors, cost = pick(x_new, x), pick(flat_new, flat), pick(jac_new, jac), pick(errors_new, errors), pick(cost_new, cost)
             done = done | converged(errors) | (damping >= 1e6)
@@ -390,7 +390,7 @@ def _load_export(layout: Layout):
         if data[len(_MAGIC):header_end] != _header(layout):
             raise ValueError("made for another robot, link set or JAX version")
         return export.deserialize(bytearray(data[header_end:]))
-    except Exception:
+    except Exception:  # noqa: BLE001 - any unreadable file is rebuilt, never fatal
         try:
             path.unlink()
         except OSError:
