@@ -194,12 +194,14 @@ class BakeJob:
         self.seconds["check"] = time.perf_counter() - clock
         clock = time.perf_counter()
         # From here on nothing can be cancelled: write everything, then put the frame back.
-        for result in self.results:
-            write_joint_keys(result.rig, result.solution.robot, result.solution.frames, result.solution.joints,
-                             result.solution.keyed)
-        if self.markers:
-            mark_flagged_frames(self.scene, self.frames[0], self.frames[-1], [r.report for r in self.results])
-        self._resume()
+        try:
+            for result in self.results:
+                write_joint_keys(result.rig, result.solution.robot, result.solution.frames, result.solution.joints,
+                                 result.solution.keyed)
+            if self.markers:
+                mark_flagged_frames(self.scene, self.frames[0], self.frames[-1], [r.report for r in self.results])
+        finally:
+            self._resume()
         self.seconds["write"] = time.perf_counter() - clock
         self.finished = True
         yield self.total

@@ -341,7 +341,8 @@ def add_arguments_bake(parser):
     parser.add_argument("urdf", help="URDF file or bundled robot name")
     parser.add_argument("--link", help="link the targets are for (default: the tool point)")
     parser.add_argument("--targets", required=True, metavar="FILE.csv",
-                        help="frame,x,y,z,qw,qx,qy,qz[,link] per row; poses in the robot's root frame (metres)")
+                        help="frame,x,y,z,qw,qx,qy,qz[,link] per row; poses in the robot's root frame (metres); "
+                             "every frame from the first row's to the last row's is baked, between rows the control moves linearly")
     parser.add_argument("--out", required=True, metavar="FILE.blend", help="where to save the baked Blender file")
     parser.add_argument("--joints-out", metavar="FILE.csv", help="joint values per frame: frame, then one column per joint")
     parser.add_argument("--report", metavar="FILE.png", help="picture: joint values over time against their limits, flagged frames marked")
