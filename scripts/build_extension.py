@@ -333,7 +333,7 @@ def manifest_for(build: Build, wheel_names: list[str]) -> str:
     block.append("]")
     first_table = next((i for i, ln in enumerate(kept) if ln.startswith("[")), len(kept))
     lines = kept[:first_table] + block + [""] + kept[first_table:]
-    result = "\n".join(lines).rstrip() + "\n"
+    result = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip() + "\n"
     tomllib.loads(result)  # fail here, not in Blender, if the edit broke the TOML
     return result
 
