@@ -170,9 +170,9 @@ def main() -> int:
         "",
         f"Command: `python bench/bench_configs.py --ur5 {args.ur5} --panda {args.panda} --sweeps {args.sweeps} --seed {args.seed}`  ",
         (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; Python {platform.python_version()}, "
-         (f"NumPy {np.__version__}. NumPy backend. Wall time per call, on a machine shared with other work "
-          f"(load average at the end: {os.getloadavg()[0]:.1f}); CPU time (process time) per call beside it."),
-         ""),
+         f"NumPy {np.__version__}. NumPy backend. Wall time per call, on a machine shared with other work "
+         f"(load average at the end: {os.getloadavg()[0]:.1f}); CPU time (process time) per call beside it."),
+        "",
     ]
     if ur5:
         lines += [

@@ -28,7 +28,7 @@ SWIVEL_WEIGHT = 0.3
 #: A swivel this close to the request (rad) is "reached"; farther is "saturated".
 SWIVEL_TOLERANCE = 1e-4
 #: Step for the numerical derivative of the swivel angle (rad).
-DERIVATIVE_STEP = 1e-7
+DERIVATIVE_STEP = 1e-6
 MAX_STEP = 0.4
 MAX_DAMPING = 1e8
 
@@ -57,6 +57,27 @@ def swivel_links(robot: RobotModel, link: str, held=frozenset()) -> tuple[str, s
 
 def _points(robot: RobotModel, links: tuple[str, str, str], q: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(link_pose(robot, q, name)[..., :3, 3] for name in links)
+
+
+def _point_chains(robot: RobotModel, links: tuple[str, str, str], free: np.ndarray) -> list:
+    """Fast FK chains of the shoulder, elbow and wrist links with selectors from chain columns to
+    the free variables (cached on the robot per links and free set)."""
+    from .solvers._chain import TargetChain
+
+    cache = robot.__dict__.setdefault("_kinema_swivel_chains", {})
+    key = (links, tuple(int(i) for i in free))
+    if key not in cache:
+        position = {int(j): c for c, j in enumerate(free)}
+        entries = []
+        for link in links:
+            chain = TargetChain(robot, link)
+            selector = np.zeros((chain.count, len(free)))
+            for row, source in enumerate(chain.sources):
+                if int(source) in position:
+                    selector[row, position[int(source)]] = 1.0
+            entries.append((chain, selector))
+        cache[key] = entries
+    return cache[key]
 
 
 def _reference(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -113,9 +134,15 @@ def lm_batch(problem, q: np.ndarray, targets, tol_p: float, tol_r: float, iterat
         swivel_residual = np.zeros(len(qs))
         if swivel is not None:
             robot, links, _ = swivel
-            probes = np.repeat(qs[:, None, :], k + 1, axis=1)
-            probes[:, np.arange(1, k + 1), free] += DERIVATIVE_STEP
-            shoulder, elbow, wrist = _points(robot, links, probes.reshape(-1, qs.shape[1]))
+            # Points and their Jacobians (fast chain FK), then the angle at q and at q + h e_i for
+            # every free joint i from the linearised points: a derivative without k more FK passes.
+            points = []
+            for chain, selector in _point_chains(robot, links, free):
+                tip, chain_jac = chain.evaluate(qs)
+                position = tip[:, :3, 3]
+                moved = position[:, None, :] + DERIVATIVE_STEP * np.swapaxes(chain_jac[:, :3, :] @ selector, 1, 2)
+                points.append(np.concatenate([position[:, None, :], moved], axis=1))  # (B, k + 1, 3)
+            shoulder, elbow, wrist = points
             axis = wrist - shoulder
             axis /= np.maximum(np.linalg.norm(axis, axis=-1, keepdims=True), 1e-12)
             offset = elbow - shoulder
