@@ -275,11 +275,16 @@ def _channelbag(obj):
 
 def _fcurve(bag, data_path: str, index: int, group: str):
     fcurve = bag.fcurves.find(data_path, index=index)
-    if fcurve is None:
+    if fcurve is not None:
+        return fcurve
+    for keywords in ({"group_name": group}, {"action_group": group}, {}):  # 5.x channelbag, legacy action, 4.4
         try:
-            fcurve = bag.fcurves.new(data_path, index=index, group_name=group)
-        except TypeError:  # a legacy action's fcurves.new names it action_group
-            fcurve = bag.fcurves.new(data_path, index=index, action_group=group)
+            fcurve = bag.fcurves.new(data_path, index=index, **keywords)
+            break
+        except TypeError:
+            continue
+    if fcurve.group is None and hasattr(bag, "groups"):
+        fcurve.group = bag.groups.get(group) or bag.groups.new(group)
     return fcurve
 
 
