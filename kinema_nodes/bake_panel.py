@@ -13,6 +13,10 @@ import bpy
 from . import baking
 from .ik_panel import KINEMA_PT_inverse_kinematics, active_rig, rig_tree, solver_nodes, target_nodes
 
+#: Work done per timer tick of the modal bake: long enough to make progress, short enough
+#: that the window redraws and Esc is seen.
+WORK_PER_TICK_S = 0.05
+
 
 def ensure_bake_node(tree, scene=None):
     """The tree's Bake node, added after its first solver (range: the scene's) if missing."""
@@ -113,7 +117,7 @@ class KINEMA_OT_bake(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
     def modal(self, context, event):
-        from .core.errors import KinemaError
+        import time
 
         if event.type == "ESC":
             self._job.cancel()
@@ -121,12 +125,15 @@ class KINEMA_OT_bake(bpy.types.Operator):
             self.report({"INFO"}, "Bake cancelled; the animation is as it was")
             return {"CANCELLED"}
         if event.type != "TIMER":
-            return {"RUNNING_MODAL"}
+            return {"RUNNING_MODAL"}  # the scene must not change under the bake
+        deadline = time.perf_counter() + WORK_PER_TICK_S
+        done = 0
         try:
-            done = next(self._steps)
+            while not self._job.finished and time.perf_counter() < deadline:
+                done = next(self._steps)
         except StopIteration:
             done = self._job.total
-        except KinemaError as exc:
+        except Exception as exc:  # noqa: BLE001 -- end the modal cleanly, whatever went wrong
             self._end(context)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
