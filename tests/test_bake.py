@@ -317,3 +317,25 @@ def _channelbag_fcurves(rig):
     from kinema_nodes.baking import _channelbag
 
     return _channelbag(rig).fcurves
+
+
+def test_baking_part_of_the_range_again_replaces_only_those_keys(blender):
+    bpy = blender
+    from kinema_nodes.baking import bake_tree
+    from kinema_nodes.rig import joint_channel
+
+    rig, tree, target, _ = _rig_with_target(bpy)
+    start = np.array(ARM7_START)
+    _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start, start + 0.3], [1, 20]))
+    bake_tree(tree, 1, 20)
+    robot = _robot(rig)
+    bone, path, index, _ = joint_channel(robot, "joint1")
+    key = (f'pose.bones["{bone}"].{path}', index)
+    before = _fcurve_data(rig)[key].reshape(-1, 2)
+    _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start - 0.3], [20]))  # a new end pose
+    bake_tree(tree, 5, 10)
+    after = _fcurve_data(rig)[key].reshape(-1, 2)
+    assert after[:, 0].tolist() == list(range(1, 21))  # still one key per frame, in order
+    outside = (after[:, 0] < 5) | (after[:, 0] > 10)
+    assert np.array_equal(after[outside], before[outside])
+    assert not np.allclose(after[~outside, 1], before[~outside, 1])
