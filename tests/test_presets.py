@@ -491,3 +491,20 @@ def test_shipped_hand_off_preset_hands_the_control_from_the_tool_to_the_wrist(bl
     _settle(bpy)
     assert solver.solving_to == "wrist_1_link" and solver.summary.startswith("converged"), solver.summary
     _assert_reaches(rig, target, "wrist_1_link")
+
+
+def test_the_panel_operators_save_apply_and_set_roles_on_the_active_rig(blender, presets_folder):
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    tree = _apply(bpy, rig, "Reach with the tool")  # NumPy: the saved preset keeps it, so no JAX compile below
+    assert bpy.ops.kinema.role_override_add() == {"FINISHED"}
+    (robot_node,) = _nodes(tree, "KinemaRobotNode")
+    robot_node.role_overrides[0].role, robot_node.role_overrides[0].link = "flange", "wrist_3_link"
+    assert bpy.ops.kinema.save_preset(name="Studio reach", description="ours") == {"FINISHED"}
+    assert (presets_folder / "studio_reach.json").is_file()
+    assert bpy.ops.kinema.role_override_remove(index=0) == {"FINISHED"}
+    assert len(robot_node.role_overrides) == 0
+    other = _import(bpy, "ur5")
+    assert bpy.ops.kinema.apply_preset(preset=str(presets_folder / "studio_reach.json")) == {"FINISHED"}
+    (target,) = _nodes(other.kinema_tree, "KinemaIKTargetNode")
+    assert target.link_name == "tool0" and _nodes(other.kinema_tree, "KinemaSolverNode")[0].backend == "NUMPY"
