@@ -292,6 +292,8 @@ def group_nodes(tree, nodes, name: str = "Kinema Group"):
         copy_node_settings(node, copy)
         copy.name = node.name
         copy.location = node.location.copy()
+        if copy.bl_idname == GROUP_IDNAME:
+            sync_sockets(copy)
         copies[node.name] = copy
     xs = [n.location.x for n in nodes]
     ys = [n.location.y for n in nodes]
@@ -335,6 +337,52 @@ def group_nodes(tree, nodes, name: str = "Kinema Group"):
         tree.links.new(_socket(group_node.outputs, identifier), _socket(tree.nodes[to_name].inputs, to_id))
     _mark(tree)
     return group_node
+
+
+def ungroup(tree, group_node) -> list:
+    """Put a Group node's nodes back into `tree` (the group tree itself is kept for its other
+    users), joining the links that went through its inputs and outputs. Returns the new nodes."""
+    group = group_node.node_tree
+    if group is None:
+        raise ValueError("this Group node has no group to ungroup")
+    incoming: dict[str, list[tuple[str, str]]] = {}
+    outgoing: dict[str, list[tuple[str, str]]] = {}
+    for link in tree.links:
+        if link.to_node == group_node:
+            incoming.setdefault(link.to_socket.identifier, []).append((link.from_node.name, link.from_socket.identifier))
+        if link.from_node == group_node:
+            outgoing.setdefault(link.from_socket.identifier, []).append((link.to_node.name, link.to_socket.identifier))
+    offset = group_node.location.copy()
+    copies = {}
+    for node in group.nodes:
+        if node.bl_idname in _INTERFACE_NODES:
+            continue
+        copy = tree.nodes.new(node.bl_idname)
+        copy_node_settings(node, copy)
+        copy.name = node.name  # Blender keeps names unique: a clash gets ".001"
+        copy.location = node.location + offset
+        if copy.bl_idname == GROUP_IDNAME:
+            sync_sockets(copy)
+        copies[node.name] = copy.name
+    tree.nodes.remove(group_node)
+    for link in group.links:
+        if link.from_node.bl_idname == "NodeGroupInput":
+            sources = incoming.get(link.from_socket.identifier, [])
+        elif link.from_node.name in copies:
+            sources = [(copies[link.from_node.name], link.from_socket.identifier)]
+        else:
+            continue
+        if link.to_node.bl_idname == "NodeGroupOutput":
+            targets = outgoing.get(link.to_socket.identifier, [])
+        elif link.to_node.name in copies:
+            targets = [(copies[link.to_node.name], link.to_socket.identifier)]
+        else:
+            continue
+        for from_name, from_id in sources:
+            for to_name, to_id in targets:
+                tree.links.new(_socket(tree.nodes[from_name].outputs, from_id), _socket(tree.nodes[to_name].inputs, to_id))
+    _mark(tree)
+    return [tree.nodes[name] for name in copies.values()]
 
 
 def add_group_node(tree, group):
@@ -410,12 +458,37 @@ class KINEMA_OT_group_edit(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class KINEMA_OT_group_ungroup(bpy.types.Operator):
+    """Put the active Group node's nodes back into this tree"""
+
+    bl_idname = "kinema.group_ungroup"
+    bl_label = "Ungroup"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        if not _kinema_editor(context):
+            return False
+        node = context.space_data.edit_tree.nodes.active
+        return node is not None and node.bl_idname == GROUP_IDNAME
+
+    def execute(self, context):
+        tree = context.space_data.edit_tree
+        try:
+            ungroup(tree, tree.nodes.active)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
 def draw_group_menu(self, context):
     if getattr(context.space_data, "tree_type", None) == TREE_IDNAME:
         self.layout.operator("kinema.group_make", icon="NODETREE")
+        self.layout.operator("kinema.group_ungroup")
 
 
-CLASSES = (KinemaGroupNode, KINEMA_OT_group_make, KINEMA_OT_group_edit)
+CLASSES = (KinemaGroupNode, KINEMA_OT_group_make, KINEMA_OT_group_edit, KINEMA_OT_group_ungroup)
 
 _keymap_items: list = []
 
@@ -426,6 +499,7 @@ def register():
         keymap = keyconfig.keymaps.new(name="Node Editor", space_type="NODE_EDITOR")
         _keymap_items.append((keymap, keymap.keymap_items.new("kinema.group_make", "G", "PRESS", ctrl=True)))
         _keymap_items.append((keymap, keymap.keymap_items.new("kinema.group_edit", "TAB", "PRESS")))
+        _keymap_items.append((keymap, keymap.keymap_items.new("kinema.group_ungroup", "G", "PRESS", ctrl=True, alt=True)))
     menu = getattr(bpy.types, "NODE_MT_node", None)
     if menu is not None:
         menu.append(draw_group_menu)

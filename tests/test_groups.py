@@ -264,6 +264,23 @@ def test_a_preset_refuses_to_replace_a_tree_that_drives_other_rigs_too(blender):
     assert len(tree.nodes) == count
 
 
+def test_ungrouping_restores_the_same_graph(blender):
+    from kinema_nodes import evaluator
+    from kinema_nodes.groups import group_nodes, ungroup
+    from kinema_nodes.ik_panel import add_ik_target
+
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    tree, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
+    before = evaluator.snapshot(tree)
+    group = group_nodes(tree, [target, solver], name="Reach")
+    restored = ungroup(tree, group)
+    assert sorted(n.name for n in restored) == ["IK Target", "Solver"]
+    after = evaluator.snapshot(tree)
+    assert sorted(after.nodes, key=lambda n: n.name) == sorted(before.nodes, key=lambda n: n.name)
+    assert set(after.links) == set(before.links)
+
+
 def test_ctrl_g_makes_a_group_in_the_kinema_editor(blender):
     bpy = blender
     keymap = bpy.context.window_manager.keyconfigs.addon.keymaps["Node Editor"]
