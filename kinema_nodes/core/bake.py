@@ -344,6 +344,19 @@ def _scan_for(compiled, robot):
     return scan
 
 
+def _check_against_single_solve(robot, links, positions, wxyz, weights, start, options, batched: np.ndarray) -> None:
+    """The scan drives the PyRoki program through its packed input; if that format ever drifts
+    from the backend's, the first frame would differ from a plain `solve`. Raise, so the bake
+    falls back to frame-by-frame solving instead of keying nonsense."""
+    from .errors import KinemaError
+    from .solvers import IKTarget, solve
+
+    goals = [IKTarget(link, tuple(positions[t]), tuple(wxyz[t]), *weights[t]) for t, link in enumerate(links)]
+    single = solve(robot, goals, start.astype(float), options)
+    if not np.allclose(single.joints, batched, atol=1e-3):
+        raise KinemaError("the batched solver disagrees with a single solve on the first frame")
+
+
 def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[FrameInputs], start: np.ndarray, *,
                          progress: Callable[[int, int], None] | None = None,
                          should_cancel: Callable[[], bool] | None = None) -> BakeSolution | None:
@@ -384,7 +397,6 @@ def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[Fr
         last = first
         while last + 1 < count and links[last + 1] == links[first]:
             last += 1
-        segment = slice(first, last + 1)
         compiled = solver_for(robot, links[first])
         compiled.compile()
         layout = compiled.layout
@@ -403,13 +415,15 @@ def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[Fr
             bases = np.asarray(bases)
             used = min(BATCH_CHUNK, last + 1 - chunk_start)
             joints[chunk_start:chunk_start + used] = np.clip(bases[:used].astype(float), robot.lower, robot.upper)
+            if chunk_start == first:
+                _check_against_single_solve(robot, links[first], positions[first], wxyz[first], weights, base, options,
+                                            joints[first])
             base = bases[used - 1]
             ms[chunk_start:chunk_start + used] = (_time.perf_counter() - t0) * 1000.0 / used
             if progress is not None:
                 progress(chunk_start + used, count)
         current = joints[last]
         first = last + 1
-        del segment
 
     # float64 errors, the same yardstick as `solve`
     position_error = np.zeros(count)
