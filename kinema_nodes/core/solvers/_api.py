@@ -67,6 +67,14 @@ def _finish(robot, problem, start, q_raw, targets: TargetArrays, options: SolveO
     return clipped, errors[0]
 
 
+#: A warm solve whose answer moves any joint further than this (rad or m) has changed branch.
+BRANCH_JUMP = 0.5
+
+
+def _jumped(q: np.ndarray, start: np.ndarray, problem) -> bool:
+    return bool(np.max(np.abs(q[problem.free] - start[problem.free]), initial=0.0) > BRANCH_JUMP)
+
+
 def _reason(robot, problem, q, converged: bool, over_budget: bool) -> str:
     if converged:
         return "converged"
@@ -118,6 +126,19 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
         q_raw, errors, iterations, _, over_budget = solve_numpy(problem, start, target_arrays, options, t0)
     q, errors = _finish(robot, problem, start, q_raw, target_arrays, options, errors)
     converged = _converged(errors, target_arrays.weights, options.position_tolerance, options.rotation_tolerance)
+    if backend == "pyroki" and not options.cold and (not converged or _jumped(q, start, problem)):
+        # A warm float32 descent can stall next to a singularity or a limit where the float64
+        # one still gets through; a far-away answer is a branch flip the user did not ask
+        # for. One float64 descent from the start decides before we accept either.
+        q_near, errors_near, extra, ok_near = lm_run(
+            problem, start, target_arrays, options.position_tolerance, options.rotation_tolerance, options.max_iterations,
+            t0 + options.budget_ms / 1000.0,
+        )
+        iterations += extra
+        if ok_near or not converged:
+            q_near, errors_near = _finish(robot, problem, start, q_near, target_arrays, options, errors_near[None][0])
+            if ok_near or np.sum((errors_near * target_arrays.weights) ** 2) < np.sum((errors * target_arrays.weights) ** 2):
+                q, errors, converged = q_near, errors_near, ok_near
     if not converged and backend == "pyroki" and float(np.max(errors)) < POLISH_BELOW:
         q_polished, _, extra, _ = lm_run(
             problem, q, target_arrays, options.position_tolerance, options.rotation_tolerance, POLISH_ITERATIONS, None

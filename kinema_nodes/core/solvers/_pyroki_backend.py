@@ -26,7 +26,7 @@ import numpy as np
 from ._cache import LRU, cache_root
 
 #: Bump when the program's inputs, outputs or algorithm change: old export files are rebuilt.
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 _MAGIC = b"KINEMA-IK-EXPORT\n"
 
 _lock = threading.RLock()
@@ -108,6 +108,9 @@ def seed_count(chain_dof: int) -> int:
 SEED_BLOCKS = 16
 #: Iterations over which a seed's cost must halve, or it stops (same rule as the NumPy backend).
 STALL_WINDOW = 10
+#: PyRoki FK is unrolled up to this many joints. Unrolling compiled ~50 % slower and ran no
+#: faster in our measurements (Panda, 2 cores), so it is off.
+UNROLL_FK_MAX_JOINTS = 0
 SEED_TABLE_SEED = 20240917
 
 
@@ -240,7 +243,7 @@ def _build_function(robot, layout: Layout):
     chain = jnp.asarray(layout.chain)
     lower = jnp.asarray(layout.lower, dtype=jnp.float32)
     upper = jnp.asarray(layout.upper, dtype=jnp.float32)
-    unroll = pk.joints.num_joints <= 24
+    unroll = pk.joints.num_joints <= UNROLL_FK_MAX_JOINTS
 
     def evaluate(x, base, positions, wxyz, weights):
         """Weighted residual (6T,), its Jacobian d residual / dx (6T, k), errors (T, 2)."""
@@ -291,55 +294,50 @@ def _build_function(robot, layout: Layout):
             cost_new = cost_of(errors_new)
             better = (cost_new < cost) & ~done
             pick = lambda new, old: jnp.where(better, new, old)
-            damping = jnp.where(better, jnp.maximum(damping * 0.2, 1e-10), jnp.minimum(damping * 10.0, 1e6))
+            damping = jnp.where(done, damping, jnp.where(better, jnp.maximum(damping * 0.2, 1e-10), jnp.minimum(damping * 10.0, 1e6)))
             x, flat, jac, errors, cost = pick(x_new, x), pick(flat_new, flat), pick(jac_new, jac), pick(errors_new, errors), pick(cost_new, cost)
             done = done | converged(errors) | (damping >= 1e6)
             return x, flat, jac, errors, cost, damping, done
 
-        def run(x0, iterations0, stop_on_any):
-            x0 = jnp.clip(x0, lower, upper)
-            flat0, jac0, errors0 = jax.vmap(evaluate, in_axes=(0, None, None, None, None))(x0, base, positions, wxyz, weights)
-            cost0 = cost_of(errors0)
-            damping0 = jnp.full(x0.shape[0], 1e-3, dtype=x0.dtype)
-            state = (x0, flat0, jac0, errors0, cost0, damping0, converged(errors0), cost0, iterations0)
+        # One loop for both modes, so the program (and its compile time) stays small. Warm:
+        # only seed 0 (the start) is active; the other seeds join when it gives up without
+        # converging. Cold: every seed is active from the first iteration.
+        x0 = jnp.clip(seeds, lower, upper)
+        flat0, jac0, errors0 = jax.vmap(evaluate, in_axes=(0, None, None, None, None))(x0, base, positions, wxyz, weights)
+        cost0 = cost_of(errors0)
+        damping0 = jnp.full(x0.shape[0], 1e-3, dtype=x0.dtype)
+        first_only = jnp.arange(x0.shape[0]) == 0
+        active0 = cold | first_only
+        state = (x0, flat0, jac0, errors0, cost0, damping0, converged(errors0), cost0, active0, jnp.int32(0))
 
-            def keep_going(state):
-                errors, done, iteration = state[3], state[6], state[8]
-                ok = converged(errors)
-                finished = jnp.where(stop_on_any, jnp.any(ok), ok[0] | (done[0] & jnp.any(ok))) | jnp.all(done)
-                return ~finished & (iteration < max_iterations)
+        def keep_going(state):
+            errors, done, active, iteration = state[3], state[6], state[8], state[9]
+            ok = converged(errors) & active
+            warm_finished = ok[0] | (done[0] & jnp.any(ok))
+            finished = jnp.where(cold, jnp.any(ok), warm_finished) | jnp.all(done)
+            return ~finished & (iteration < max_iterations)
 
-            def body(state):
-                *arrays, checkpoint, iteration = state
-                x, flat, jac, errors, cost, damping, done = jax.vmap(one_step)(*arrays)
-                # A seed whose cost has not halved in STALL_WINDOW iterations gives up (an
-                # unreachable target must not spin to max_iterations every frame).
-                at_checkpoint = (iteration + 1) % STALL_WINDOW == 0
-                done = done | (at_checkpoint & (cost > 0.5 * checkpoint) & (cost > 1e-12))
-                checkpoint = jnp.where(at_checkpoint, cost, checkpoint)
-                return x, flat, jac, errors, cost, damping, done, checkpoint, iteration + 1
+        def body(state):
+            x, flat, jac, errors, cost, damping, done, checkpoint, active, iteration = state
+            frozen = done | ~active
+            x, flat, jac, errors, cost, damping, done = jax.vmap(one_step)(x, flat, jac, errors, cost, damping, frozen)
+            done = done & active
+            # A seed whose cost has not halved in STALL_WINDOW iterations gives up (an
+            # unreachable target must not spin to max_iterations every frame).
+            at_checkpoint = (iteration + 1) % STALL_WINDOW == 0
+            done = done | (active & at_checkpoint & (cost > 0.5 * checkpoint) & (cost > 1e-12))
+            checkpoint = jnp.where(at_checkpoint, cost, checkpoint)
+            # Warm: the start's descent gave up without converging -> bring in the other seeds.
+            active = active | (done[0] & ~converged(errors)[0])
+            return x, flat, jac, errors, cost, damping, done, checkpoint, active, iteration + 1
 
-            x, _, _, errors, cost, _, _, _, iteration = jax.lax.while_loop(keep_going, body, state)
-            ok = converged(errors)
-            distance = jnp.sum((x - base[chain]) ** 2, axis=-1)
-            nearest = jnp.argmin(jnp.where(ok, distance, jnp.inf))
-            # Warm: the start's own descent wins whenever it converged (no branch flips).
-            best = jnp.where(jnp.any(ok), jnp.where(~stop_on_any & ok[0], 0, nearest), jnp.argmin(cost))
-            return x[best], errors[best], iteration, ok[best]
-
-        def warm_phase(_):
-            return run(seeds[:1], jnp.int32(0), False)
-
-        def skip_warm(_):
-            return seeds[0], jnp.full((positions.shape[0], 2), jnp.inf, dtype=seeds.dtype), jnp.int32(0), jnp.bool_(False)
-
-        first = jax.lax.cond(cold, skip_warm, warm_phase, None)
-
-        def batch_phase(_):
-            # Warm: the start's descent (which got stuck) carries on as seed 0.
-            return run(seeds.at[0].set(first[0]), first[2], cold)
-
-        return jax.lax.cond(first[3], lambda _: first, batch_phase, None)
+        x, _, _, errors, cost, _, _, _, active, iteration = jax.lax.while_loop(keep_going, body, state)
+        ok = converged(errors) & active
+        distance = jnp.sum((x - base[chain]) ** 2, axis=-1)
+        nearest = jnp.argmin(jnp.where(ok, distance, jnp.inf))
+        # Warm: the start's own descent wins whenever it converged (no branch flips).
+        best = jnp.where(jnp.any(ok), jnp.where(~cold & ok[0], 0, nearest), jnp.argmin(jnp.where(active, cost, jnp.inf)))
+        return x[best], errors[best], iteration, ok[best]
 
     sizes = layout.input_sizes
     offsets = np.concatenate([[0], np.cumsum(sizes)])
