@@ -187,7 +187,7 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
     """Everything `bake` does in Blender: import, tree, keyed control, bake, save."""
     from .cli_blender import blender_output_to_stderr, headless_blender, save_blend
 
-    if str(out).lower().endswith(".blend") is False:
+    if not str(out).lower().endswith(".blend"):
         raise KinemaError(f"--out '{out}' must end in .blend")
     bpy = headless_blender()
     from . import rig as rig_module
