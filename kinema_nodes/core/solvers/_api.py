@@ -136,7 +136,7 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
         )
         iterations += extra
         if ok_near or not converged:
-            q_near, errors_near = _finish(robot, problem, start, q_near, target_arrays, options, errors_near[None][0])
+            q_near, errors_near = _finish(robot, problem, start, q_near, target_arrays, options, errors_near)
             if ok_near or np.sum((errors_near * target_arrays.weights) ** 2) < np.sum((errors * target_arrays.weights) ** 2):
                 q, errors, converged = q_near, errors_near, ok_near
     if not converged and backend == "pyroki" and float(np.max(errors)) < POLISH_BELOW:

@@ -268,8 +268,8 @@ def _build_function(robot, layout: Layout):
 
     def solve(base, seeds, positions, wxyz, weights, free, tolerances, max_iterations, cold):
         """base (n,) start configuration; seeds (S, k) chain values, seeds[0] = the start's;
-        free (k,) 1/0. Warm: seed 0 alone first (the cheap, usual case); the other seeds only
-        when it fails. Cold: all seeds side by side from the beginning."""
+        free (k,) 1/0. Returns the chosen seed's chain values, its errors (T, 2), the
+        iterations run and whether it converged."""
         ok_weights = weights > 0
 
         def converged(errors):
