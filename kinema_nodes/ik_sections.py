@@ -264,7 +264,7 @@ class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):
         row.operator("kinema.step_configuration", text="", icon="TRIA_LEFT").step = -1
         label = f"{index + 1} of {len(configurations)}"
         if configurations[index].current:
-            label += " (as found)"
+            label += " (the pose you had)"
         row.label(text=label)
         row.operator("kinema.step_configuration", text="", icon="TRIA_RIGHT").step = 1
         layout.label(text="Writes joint values only: key them with Key All", icon="INFO")
