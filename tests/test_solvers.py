@@ -384,3 +384,18 @@ def test_with_jax_hidden_the_numpy_backend_serves_and_says_why(tmp_path):
     assert "JAX could not be imported" in lines[1]
     assert lines[2].startswith("(False, 'JAX could not be imported")
     assert lines[3] == "True"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tracking_a_smooth_path_stays_on_its_branch(robots, backend):
+    """Live IK and bake: each frame seeded from the previous answer follows the arm smoothly
+    (the true path moves at most 0.02 rad per frame), with no branch flip and no 2 pi jump."""
+    from kinema_nodes.core.solvers._bench import tracking_cases
+
+    robot = robots("panda")
+    _, truth, trajectory = tracking_cases(robot, "panda_hand", 150, seed=11)
+    frames = [[target_at(robot, q, "panda_hand")] for q, index in zip(truth, trajectory) if index == trajectory[0]]
+    results = solve_trajectory(robot, frames, truth[0], SolveOptions(backend=backend))
+    assert all(r.converged for r in results)
+    joints = np.array([r.joints for r in results])
+    assert np.max(np.abs(np.diff(joints, axis=0))) < 0.3  # a redundant arm may drift a little; a flip is ~1 rad or more
