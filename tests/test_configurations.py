@@ -217,3 +217,29 @@ def test_cli_configs_errors_are_one_line(tmp_path):
     assert run.returncode != 0 and len(run.stderr.strip().splitlines()) == 1 and "no_such_link" in run.stderr
     run = _cli("arm6", "--target", "0.5", "0", "0.5", "1", "0", "0", "0", "--render", str(tmp_path / "x.jpg"))
     assert run.returncode != 0 and ".png" in run.stderr
+
+
+def test_a_keyed_configuration_index_steps_on_its_keyed_frames(blender):
+    from kinema_nodes.core.configurations import clear_cache
+    from kinema_nodes.nodes.configuration import key_configuration_index
+    from kinema_nodes.rig import read_joint_values
+
+    bpy = blender
+    clear_cache()
+    q = [0.4, -1.1, 1.3, -0.9, 1.2, 0.3]
+    rig, robot, tree, target, solver = _rig_with_target(bpy, "arm6", q)
+    node = tree.nodes.new("KinemaConfigurationNode")
+    tree.links.new(solver.outputs["Solution"], node.inputs["Solution"])
+    key_configuration_index(node, 1, index=2)
+    key_configuration_index(node, 10, index=5)
+    scene = bpy.context.scene
+    poses = {}
+    for frame in range(1, 15):
+        scene.frame_set(frame)
+        expected = 5 if frame >= 10 else 2
+        assert node.configuration_index == expected
+        assert f"configuration {expected} of 8" in solver.summary, (frame, solver.summary)
+        poses.setdefault(expected, []).append(read_joint_values(rig, robot))
+    for same in poses.values():
+        assert max(np.abs(p - same[0]).max() for p in same) < 1e-5
+    assert not same_branch(robot, poses[2][0], poses[5][0])

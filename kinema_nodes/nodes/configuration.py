@@ -18,8 +18,50 @@ class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
     configuration_index: bpy.props.IntProperty(
         name="Configuration", min=0, update=_dirty,
         description="0: the solver's own answer (nearest where the arm was). 1, 2, ...: the distinct configurations "
-                    "ordered from the robot's home pose, the same branch on every frame. Key it (stepped) or drive it "
-                    "to change configuration on purpose")
+                    "ordered from the robot's home pose, the same branch on every frame. Key it with Key Configuration "
+                    "(stepped) or drive it to change configuration on purpose")
+
+    def draw_buttons(self, context, layout):
+        row = layout.row(align=True)
+        row.prop(self, "configuration_index")
+        row.operator("kinema.key_configuration_index", text="", icon="KEY_HLT").node = self.name
+        self.draw_messages(layout)
 
 
-CLASSES = (KinemaConfigurationNode,)
+def key_configuration_index(node, frame: float, index: int | None = None) -> None:
+    """Key the node's configuration index at `frame`, stepped (CONSTANT): a change of index
+    never passes through the configurations in between."""
+    from ..ik_panel import _fcurves
+
+    if index is not None:
+        node.configuration_index = index
+    node.keyframe_insert("configuration_index", frame=frame)
+    tree = node.id_data
+    for fcurve in _fcurves(tree):
+        if fcurve.data_path == f'nodes["{node.name}"].configuration_index':
+            for point in fcurve.keyframe_points:
+                point.interpolation = "CONSTANT"
+            fcurve.update()
+    node.mark_dirty()
+
+
+class KINEMA_OT_key_configuration_index(bpy.types.Operator):
+    """Keyframe the configuration index at this frame, stepped (never passing through the ones between)"""
+
+    bl_idname = "kinema.key_configuration_index"
+    bl_label = "Key Configuration"
+    bl_options = {"REGISTER", "UNDO"}
+
+    node: bpy.props.StringProperty(name="Node")
+
+    def execute(self, context):
+        tree = getattr(context.space_data, "edit_tree", None) or getattr(context, "node_tree", None)
+        node = tree.nodes.get(self.node) if tree else None
+        if node is None:
+            self.report({"ERROR"}, f"no Configuration Select node '{self.node}' here")
+            return {"CANCELLED"}
+        key_configuration_index(node, context.scene.frame_current)
+        return {"FINISHED"}
+
+
+CLASSES = (KinemaConfigurationNode, KINEMA_OT_key_configuration_index)
