@@ -140,7 +140,7 @@ def test_stepping_through_configurations_writes_joint_values_only(blender):
 
     bpy = blender
     q = [0.4, -1.1, 1.3, -0.9, 1.2, 0.3]
-    rig, robot, tree, target, solver = _rig_with_target(bpy, "arm6", q)
+    rig, robot, tree, _target, solver = _rig_with_target(bpy, "arm6", q)
     state = find_solutions(bpy.context, rig)
     configurations = state["configurations"]
     assert len(configurations) == 8 and configurations[state["index"]].current
@@ -163,7 +163,7 @@ def test_configuration_node_index_picks_the_same_branch_on_every_frame(blender):
     bpy = blender
     clear_cache()
     q = [0.4, -1.1, 1.3, -0.9, 1.2, 0.3]
-    rig, robot, tree, target, solver = _rig_with_target(bpy, "arm6", q)
+    rig, robot, tree, _target, solver = _rig_with_target(bpy, "arm6", q)
     node = tree.nodes.new("KinemaConfigurationNode")
     tree.links.new(solver.outputs["Solution"], node.inputs["Solution"])
     node.configuration_index = 3
@@ -227,7 +227,7 @@ def test_a_keyed_configuration_index_steps_on_its_keyed_frames(blender):
     bpy = blender
     clear_cache()
     q = [0.4, -1.1, 1.3, -0.9, 1.2, 0.3]
-    rig, robot, tree, target, solver = _rig_with_target(bpy, "arm6", q)
+    rig, robot, tree, _target, solver = _rig_with_target(bpy, "arm6", q)
     node = tree.nodes.new("KinemaConfigurationNode")
     tree.links.new(solver.outputs["Solution"], node.inputs["Solution"])
     key_configuration_index(node, 1, index=2)

@@ -63,7 +63,7 @@ def test_keyed_hand_off_to_joint_3_and_back_steps_on_the_keyed_frames_only(blend
     rig = _import(bpy, "arm6")
     _pose(rig, ARM6_START)
     _settle(bpy)
-    tree, target, solver = _add_target(bpy, rig)
+    _tree, target, solver = _add_target(bpy, rig)
     robot = _robot(rig)
     joint_3_link = robot.joint_by_name[robot.actuated_joint_names[2]].child  # forearm_link
     scene = bpy.context.scene
@@ -89,7 +89,7 @@ def test_switching_the_target_bone_snaps_the_control_so_nothing_jumps(blender):
     rig = _import(bpy, "arm6")
     _pose(rig, ARM6_START)
     _settle(bpy)
-    tree, target, solver = _add_target(bpy, rig)
+    _tree, target, solver = _add_target(bpy, rig)
     before = _joints(rig)
     switch_target_link(bpy.context, rig, target, "wrist_2_link", key=False)
     _settle(bpy)
@@ -146,7 +146,7 @@ def test_rail_is_held_by_hand_and_the_arm_reaches_from_where_it_is(blender):
     robot = _robot(rig)
     _pose(rig, [0.5, *ARM6_START])
     _settle(bpy)
-    tree, target, solver = _add_target(bpy, rig)
+    _tree, target, solver = _add_target(bpy, rig)
     rail = robot.joint_index("rail_joint")
     # drag the rail: the arm's base moves and the arm reaches back to the unchanged control
     set_joint_value(rig, robot, "rail_joint", 0.7)
@@ -171,7 +171,7 @@ def test_aiming_at_the_flange_takes_the_finger_out_of_the_chain(blender):
     assert "finger_joint" not in robot.chain_joint_names("flange")
     _pose(rig, [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.025])
     _settle(bpy)
-    tree, target, solver = _add_target(bpy, rig, "flange")
+    _tree, target, solver = _add_target(bpy, rig, "flange")
     solver.hold_prismatic = False  # even with slides free, the finger is not in the flange's chain
     rig.pose.bones[target.control_bone].location = (0.04, 0.03, -0.02)
     _settle(bpy)

@@ -67,11 +67,11 @@ def test_elbow_swivel_ring_swings_the_elbow_in_blender_while_the_tool_holds(blen
     write_joint_values(rig, robot, ARM7_START)
     bpy.context.view_layer.update()
     bpy.context.view_layer.objects.active = rig
-    tree, target, solver = add_ik_target(bpy.context, rig, "flange", backend="NUMPY")
+    _tree, target, solver = add_ik_target(bpy.context, rig, "flange", backend="NUMPY")
     solver.use_own_budget, solver.budget_ms = True, 10_000.0
     bpy.context.view_layer.update()
     before = read_joint_values(rig, robot)
-    node, ring = add_elbow_swivel(bpy.context, rig)
+    _node, ring = add_elbow_swivel(bpy.context, rig)
     assert ring in [b.name for b in rig.data.collections_all["IK"].bones]
     bpy.context.view_layer.update()
     bpy.context.view_layer.update()
