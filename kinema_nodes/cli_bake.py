@@ -232,7 +232,10 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
 def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     """Joint values over time against their limits (grey band: the allowed range), flagged frames
     marked in red, one strip per keyed joint. PIL only (no plotting library needed)."""
-    from PIL import Image, ImageDraw, ImageFont
+    try:
+        from PIL import Image, ImageDraw, ImageFont
+    except ImportError:
+        raise KinemaError("the report picture needs Pillow: pip install pillow") from None
 
     solution, report = result.solution, result.report
     frames = solution.frames
