@@ -358,6 +358,14 @@ def add_arguments_bake(parser):
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _need_pillow() -> None:
+    """Fail before the bake, not after it, when the report picture cannot be drawn."""
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        raise KinemaError("the report picture needs Pillow: pip install pillow") from None
+
+
 def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
@@ -376,6 +384,8 @@ def run_bake(args) -> int:
         raise KinemaError(f"--fps must be a positive number, got {args.fps}")
     if not (math.isfinite(args.speed_limit) and args.speed_limit > 0):
         raise KinemaError(f"--speed-limit must be a positive percentage, got {args.speed_limit}")
+    if args.report:
+        _need_pillow()
     track = read_targets_csv(args.targets)
     start = parse_joint_values(args.start)
     outcome = bake_track(args.urdf, args.link, track, args.out, solver=args.solver, start=start, fps=args.fps,
@@ -487,6 +497,7 @@ def run_demo(args) -> int:
     from .core.robot import load_robot
 
     started = time.perf_counter()
+    _need_pillow()
     resolution = _resolution(args.resolution)
     folder = Path(args.out)
     try:
