@@ -101,16 +101,14 @@ class BakeJob:
         # hold them off (the evaluator's own re-entry guard) until the frame is put back.
         others_live = any(n.live for t in evaluator.kinema_trees() if t != self.tree
                           for n in t.nodes if n.bl_idname == "KinemaSolverNode")
-        self._restore["handlers_held"] = not others_live and not evaluator._running
-        if self._restore["handlers_held"]:
-            evaluator._running = True
+        self._restore["handlers_held"] = not others_live and evaluator.hold_runs()
 
     def _resume(self) -> None:
         if self._restore is None:
             return
         restore, self._restore = self._restore, None
         if restore.get("handlers_held"):
-            evaluator._running = False
+            evaluator.release_runs()
         for name, live in restore["live"].items():
             node = self.tree.nodes.get(name)
             if node is not None and node.live != live:

@@ -183,7 +183,7 @@ class BakeOutcome:
 
 def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path, *, solver: str = "pyroki",
                start: dict[str, float] | None = None, fps: float | None = None, speed_limit: float = 100.0,
-               progress=None) -> BakeOutcome:
+               progress=None, preset: str | None = None) -> BakeOutcome:
     """Everything `bake` does in Blender: import, tree, keyed control, bake, save."""
     from .cli_blender import blender_output_to_stderr, headless_blender, save_blend
 
@@ -212,7 +212,14 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
         scene.render.fps, scene.render.fps_base = max(1, round(fps)), max(1, round(fps)) / fps
     scene.frame_set(first)
     bpy.context.view_layer.objects.active = rig
-    tree, target, solver_node = add_ik_target(bpy.context, rig, link, backend=solver.upper())
+    if preset:
+        from .presets_ui import apply_preset, preset_driver
+
+        tree = apply_preset(bpy.context, rig, preset, backend=solver.upper())
+        target, solver_node = preset_driver(tree)
+        link = target.link_name or link
+    else:
+        tree, target, solver_node = add_ik_target(bpy.context, rig, link, backend=solver.upper())
     solver_node.live = False
     solver_node.use_own_budget, solver_node.budget_ms = True, 60_000.0  # a bake is not a live frame
     key_control(bpy, rig, target, track)
@@ -355,6 +362,9 @@ def add_arguments_bake(parser):
     parser.add_argument("--fps", type=float, help="frames per second for the speed check (default: the scene's, 24)")
     parser.add_argument("--speed-limit", type=float, default=100.0, metavar="PERCENT",
                         help="flag joints faster than this share of their URDF velocity limit (default 100)")
+    parser.add_argument("--preset", metavar="NAME",
+                        help="build the rig's graph from a preset (name, file name or .json path) instead of "
+                             "Robot -> IK Target -> Solver; --targets keys its first IK Target")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -389,7 +399,7 @@ def run_bake(args) -> int:
     track = read_targets_csv(args.targets)
     start = parse_joint_values(args.start)
     outcome = bake_track(args.urdf, args.link, track, args.out, solver=args.solver, start=start, fps=args.fps,
-                         speed_limit=args.speed_limit, progress=TerminalProgress("baking"))
+                         speed_limit=args.speed_limit, progress=TerminalProgress("baking"), preset=args.preset)
     payload, text = finish_outputs(outcome, args.joints_out, args.report, started)
     emit(args, payload, text)
     return 0

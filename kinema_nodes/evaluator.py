@@ -203,6 +203,21 @@ def _show_readout(solver, step, result: StepResult, force: bool) -> None:
         _set(solver, "over_budget", True)
 
 
+def hold_runs() -> bool:
+    """Keep the handlers from running trees (Bake stepping through frames it solves itself).
+    Returns True when this call took the hold; pair it with `release_runs`."""
+    global _running
+    if _running:
+        return False
+    _running = True
+    return True
+
+
+def release_runs() -> None:
+    global _running
+    _running = False
+
+
 def run_all(scene=None, *, force: bool = False) -> None:
     """Run every Kinema tree (the frame-change and depsgraph handlers call this)."""
     global _running

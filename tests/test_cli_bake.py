@@ -144,3 +144,24 @@ def test_bad_targets_are_one_line_errors(tmp_path, content, extra, words):
     assert result.returncode == 2, result.stderr
     assert words in result.stderr and result.stderr.strip().count("\n") == 0, result.stderr
     assert result.stdout == ""
+
+
+def test_bake_with_a_preset_builds_the_graph_from_the_preset(tmp_path, robots):
+    """`--preset` uses a shipped preset instead of the default Robot -> IK Target -> Solver."""
+    robot = robots("arm6")
+    start = np.array([0.2, -1.2, 1.2, -0.5, 0.5, 0.0])
+    rows = []
+    for i in range(12):
+        q = start + 0.2 * np.sin(np.pi * i / 11) * np.array([1.0, 0.5, -0.5, 0.5, 1.0, 1.0])
+        pose = link_pose(robot, q, robot.tool_point)
+        rows.append([i + 1, *pose[:3, 3], *matrix_to_quaternion(pose)])
+    targets, out = tmp_path / "targets.csv", tmp_path / "shot.blend"
+    _write_csv(targets, rows, with_link=False)
+    result = _kinema("bake", "arm6", "--targets", str(targets), "--out", str(out), "--solver", "numpy",
+                     "--preset", "reach with the tool", "--start", *[f"{n}={v}" for n, v in zip(robot.actuated_joint_names, start)],
+                     "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["frames"] == 12 and payload["converged"] == 12, payload
+    bad = _kinema("bake", "arm6", "--targets", str(targets), "--out", str(out), "--preset", "no such preset")
+    assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "preset" in bad.stderr
