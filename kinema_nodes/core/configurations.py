@@ -2,7 +2,8 @@
 
 How solutions are found: damped least squares from many seeds side by side (the current pose
 first, then seeds drawn uniformly within the limits, a fixed random stream so the same
-request always gives the same answer), in rounds, until a round adds no new branch.
+request always gives the same answer), in rounds, until a round adds no new branch. On a
+6-axis arm each new branch also seeds its shoulder, elbow and wrist flips in the next round.
 
 What "distinct" means (a different branch, not a nearby point):
 - Joints that can turn a full revolution or more (continuous joints, and revolute joints whose
@@ -135,8 +136,15 @@ def find_configurations(
     rng = np.random.default_rng(rng_seed)
     found: list[np.ndarray] = []
     ends: dict[tuple, tuple[float, np.ndarray]] = {}  # redundant arms: families that cannot reach the swivel
+    # Flip seeds help a 6-axis arm find branches with small basins; on a redundant arm (compared
+    # at one swivel) they measured no better than random seeds and cost time, so they are off.
+    flips = _flip_groups(robot, problem, held) if swivel is None else []
+    pending: list[np.ndarray] = []  # flip seeds of what the last round found
     for round_index in range(max_rounds):
         seeds = _random_seeds(problem, current, seeds_per_round, rng)
+        if pending:  # beside the random seeds, not instead of them
+            seeds = np.concatenate([seeds, np.array(pending)])
+            pending = []
         if round_index == 0:
             seeds[0] = current
         q, errors, _ = lm_batch(problem, seeds, arrays, tol_p, tol_r, ITERATIONS)
@@ -163,6 +171,7 @@ def find_configurations(
             if any(same_branch(robot, candidate, other) for other in found):
                 continue
             found.append(candidate)
+            pending.extend(_flipped(robot, candidate, flips))
             added += 1
         if round_index + 1 >= MIN_ROUNDS and added == 0:
             break
@@ -185,6 +194,35 @@ def find_configurations(
         result.append(Configuration(q, float(np.max(err[:, 0])), float(np.max(err[:, 1])), distance, is_current))
     result.sort(key=lambda c: (not c.current, c.distance))
     return result
+
+
+def _flip_groups(robot: RobotModel, problem, held) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The classic branch flips of an arm, as (joints turned half a turn, joints negated):
+    shoulder (1st and 3rd revolute joints +pi, 2nd negated), elbow (the joint after the shoulder
+    negated) and wrist (last three: 1st and 3rd +pi, 2nd negated). Exact for an arm whose
+    shoulder and wrist axes meet; for others (offsets, like the UR and the Panda) they are
+    seeds that land near the other branch, so the search finds it without waiting for a
+    random seed to fall into its basin."""
+    revolute = [int(i) for i in problem.free if not robot.is_prismatic[int(i)]]
+    if len(revolute) < 6:
+        return []
+    shoulder, wrist = revolute[:3], revolute[-3:]
+    elbow = revolute[3] if len(revolute) >= 7 else revolute[2]
+    return [((shoulder[0], shoulder[2]), (shoulder[1],)), ((), (elbow,)), ((wrist[0], wrist[2]), (wrist[1],)),
+            ((shoulder[0], shoulder[2], wrist[0], wrist[2]), (shoulder[1], wrist[1]))]
+
+
+def _flipped(robot: RobotModel, q: np.ndarray, flips) -> list[np.ndarray]:
+    seeds = []
+    for turned, negated in flips:
+        seed = q.copy()
+        for i in turned:  # half a turn toward the middle of the joint's range (continuous: either way)
+            middle = 0.5 * (robot.lower[i] + robot.upper[i]) if np.isfinite(robot.upper[i] - robot.lower[i]) else seed[i] + 1.0
+            seed[i] += np.pi if seed[i] < middle else -np.pi
+        for i in negated:
+            seed[i] = -seed[i]
+        seeds.append(np.clip(seed, robot.lower, robot.upper))
+    return seeds
 
 
 def _random_seeds(problem, start: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
