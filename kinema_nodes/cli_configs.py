@@ -1,14 +1,15 @@
 """`kinema-nodes configs`: every distinct configuration that reaches one target, and a
 labelled contact sheet of them.
 
-    kinema-nodes configs URDF --link LINK --target X Y Z QW QX QY QZ [--from NAME=VALUE ...]
+    kinema-nodes configs URDF --link LINK --target X Y Z QW QX QY QZ [--start NAME=VALUE ...]
                          [--json] [--render FILE.png]
 
 JSON: {"robot", "link", "target": {"position", "wxyz"}, "count", "seconds",
        "configurations": [{"joints": {name: value}, "position_error", "rotation_error",
                            "current": bool, "distance"}, ...], "render": path or null}
-Ordered by distance from the --from pose (default: every joint at zero, or the nearest value
-inside its limits); "current" marks the configuration that is that pose, when it reaches.
+Ordered by distance from the --start pose (as `solve` names it; --from also works; default:
+every joint at zero, or the nearest value inside its limits); "current" marks the
+configuration that is that pose, when it reaches the target.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def add_arguments_configs(parser):
     parser.add_argument("--link", help="link to aim at (default: the robot's tool point)")
     parser.add_argument("--target", nargs=7, type=float, required=True, metavar=("X", "Y", "Z", "QW", "QX", "QY", "QZ"),
                         help="pose of the link in the robot's root frame: metres and a wxyz quaternion")
-    parser.add_argument("--from", dest="current", nargs="*", metavar="NAME=VALUE",
+    parser.add_argument("--start", "--from", dest="current", nargs="*", metavar="NAME=VALUE",
                         help="the current pose (radians / metres); order and 'current' are relative to it")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--render", metavar="FILE.png", help="write a contact sheet: one labelled Workbench picture per configuration")
