@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kinema_nodes.core.graph import GraphSpec, LinkSpec, NodeSpec
 from kinema_nodes.core.kinematics import link_pose
@@ -179,3 +180,42 @@ def test_aiming_at_the_flange_takes_the_finger_out_of_the_chain(blender):
     assert solver.solving_to == "flange" and solver.summary.startswith("converged"), solver.summary
     assert abs(_joints(rig)[finger] - 0.025) < 1e-7
     assert _reaches(rig, target, "flange")
+
+
+def test_panel_operators_run_through_bpy_ops(blender):
+    """The buttons of the Configuration, Elbow Swivel and Hand-off sections, as Blender calls them."""
+    from kinema_nodes.ik_sections import _found, swivel_nodes
+
+    bpy = blender
+    rig = _import(bpy, "arm7")
+    _pose(rig, [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.0])
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig, "flange")
+    _settle(bpy)
+    assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
+    count = len(_found[rig.name]["configurations"])
+    assert count >= 2
+    before = _joints(rig)
+    assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}
+    _settle(bpy)
+    assert np.abs(_joints(rig) - before).max() > 1e-3
+    assert bpy.ops.kinema.add_elbow_swivel() == {"FINISHED"}
+    assert len(swivel_nodes(tree)) == 1
+    assert bpy.ops.kinema.switch_target_bone(target=target.name, link="link7") == {"FINISHED"}
+    _settle(bpy)
+    assert solver.solving_to == "link7" and target.link_name == "link7"
+    assert _reaches(rig, target, "link7")
+
+
+def test_elbow_swivel_refuses_an_arm_without_a_spare_joint(blender):
+    from kinema_nodes.ik_sections import add_elbow_swivel
+
+    bpy = blender
+    rig = _import(bpy, "arm6")
+    _pose(rig, ARM6_START)
+    _settle(bpy)
+    _add_target(bpy, rig)
+    with pytest.raises(ValueError, match="no spare joint"):
+        add_elbow_swivel(bpy.context, rig)
+    with pytest.raises(RuntimeError, match="no spare joint"):  # the operator reports it as an error
+        bpy.ops.kinema.add_elbow_swivel()
