@@ -101,8 +101,9 @@ def swivel_nodes(tree):
 
 def add_elbow_swivel(context, rig, target=None):
     """What Add Elbow Swivel does: a ring bone on the shoulder-to-wrist line (in Kinema/IK,
-    parented to the rig's root) whose Y rotation is the swivel angle, set to the arm's current
-    angle so nothing moves, and a Swivel node wired after the Solver. Returns (node, bone name)."""
+    parented to the rig's root, kept on the line by constraints as the arm moves) whose Y
+    rotation is the swivel angle, set to the arm's current angle so nothing moves, and a Swivel
+    node wired after the Solver. Returns (node, bone name)."""
     from .core.swivel import has_spare_joint, swivel_geometry
     from .rig import read_joint_values, robot_for_rig
 
@@ -142,6 +143,15 @@ def add_elbow_swivel(context, rig, target=None):
     ring.lock_scale = (True, True, True)
     ring.rotation_euler = (0.0, angle, 0.0)
     ring.custom_shape = _ring_shape()
+    # Keep the ring on the shoulder-to-wrist line as the arm moves (display only: the angle is
+    # read from the ring's own Y rotation, which these constraints leave alone).
+    from .core.swivel import swivel_links
+
+    shoulder_link, _, wrist_link = swivel_links(robot, link, held)
+    follow = ring.constraints.new("COPY_LOCATION")
+    follow.target, follow.subtarget = rig, shoulder_link
+    aim = ring.constraints.new("DAMPED_TRACK")
+    aim.target, aim.subtarget, aim.track_axis = rig, wrist_link, "TRACK_Y"
     node = next(iter(swivel_nodes(tree)), None)
     if node is None:
         node = tree.nodes.new("KinemaSwivelNode")

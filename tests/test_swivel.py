@@ -89,3 +89,8 @@ def test_elbow_swivel_ring_swings_the_elbow_in_blender_while_the_tool_holds(blen
     assert abs(wrap(swivel_angle(robot, "flange", q, HELD) - (start_angle + np.radians(30)))) < 1e-3
     assert np.abs(q - before).max() > 0.05
     assert "swivel" in solver.summary and "saturated" not in solver.summary, solver.summary
+    # the ring sits on the shoulder-to-wrist line of the swung arm
+    geometry = swivel_geometry(robot, "flange", q, HELD)
+    ring_matrix = np.array(rig.pose.bones[ring].matrix, dtype=float)
+    assert np.abs(ring_matrix[:3, 3] - geometry["shoulder"]).max() < 1e-4
+    assert np.dot(ring_matrix[:3, 1], geometry["axis"]) > 0.9999
