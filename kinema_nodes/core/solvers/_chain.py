@@ -51,6 +51,8 @@ class TargetChain:
         self.slide_axes = np.where(self.prismatic[:, None], self.axes, 0.0)
         self.linear_is_axis = self.prismatic[:, None]
         self.angular_scale = np.where(self.prismatic, 0.0, 1.0)[:, None]
+        self.has_prismatic = bool(self.prismatic.any())
+        self.has_mimic = bool(np.any(self.multipliers != 1.0))
 
     def tip_poses(self, q: np.ndarray) -> np.ndarray:
         """Tip poses only (B, 4, 4): the final float64 check needs no Jacobian."""
@@ -90,25 +92,29 @@ class TargetChain:
         a0, a1, a2 = axes_world[..., 0], axes_world[..., 1], axes_world[..., 2]
         l0, l1, l2 = lever[..., 0], lever[..., 1], lever[..., 2]
         jac = np.empty((batch, 6, self.count))
-        cross = np.stack([a1 * l2 - a2 * l1, a2 * l0 - a0 * l2, a0 * l1 - a1 * l0], -1)  # (m, B, 3)
-        linear = np.where(self.linear_is_axis[:, None], axes_world, cross)
-        jac[:, :3] = linear.transpose(1, 2, 0)
-        jac[:, 3:] = (axes_world * self.angular_scale[:, None]).transpose(1, 2, 0)
-        jac *= self.multipliers
+        # Linear part: axis x lever for revolute joints (the axis itself for prismatic ones).
+        jac[:, 0] = (a1 * l2 - a2 * l1).T
+        jac[:, 1] = (a2 * l0 - a0 * l2).T
+        jac[:, 2] = (a0 * l1 - a1 * l0).T
+        jac[:, 3:] = axes_world.transpose(1, 2, 0)
+        if self.has_prismatic:
+            jac[:, :3] = np.where(self.prismatic, jac[:, 3:], jac[:, :3])
+            jac[:, 3:] *= self.angular_scale[:, 0]
+        if self.has_mimic:
+            jac *= self.multipliers
         return tip, jac
 
 
 _EYE3 = np.eye(3)
 _BOTTOM = np.array([0.0, 0.0, 0.0, 1.0])
+_SKEW_ROWS, _SKEW_COLS = np.array([2, 0, 1]), np.array([1, 2, 0])  # (R21 - R12, R02 - R20, R10 - R01)
 
 
 def rotation_error_vectors(target: np.ndarray, current: np.ndarray) -> np.ndarray:
     """World-frame rotation vectors taking `current` (B, 3, 3) to `target` (3, 3): (B, 3)."""
     relative = target @ np.swapaxes(current, -1, -2)
-    v = 0.5 * np.stack(
-        [relative[:, 2, 1] - relative[:, 1, 2], relative[:, 0, 2] - relative[:, 2, 0], relative[:, 1, 0] - relative[:, 0, 1]], -1
-    )
-    cos = 0.5 * (relative[:, 0, 0] + relative[:, 1, 1] + relative[:, 2, 2] - 1.0)
+    v = 0.5 * (relative[:, _SKEW_ROWS, _SKEW_COLS] - relative[:, _SKEW_COLS, _SKEW_ROWS])
+    cos = 0.5 * (np.trace(relative, axis1=1, axis2=2) - 1.0)
     sin = np.sqrt(np.einsum("bi,bi->b", v, v))
     scale = np.where(sin > 1e-12, np.arctan2(sin, cos) / np.maximum(sin, 1e-300), 1.0)
     out = v * scale[:, None]

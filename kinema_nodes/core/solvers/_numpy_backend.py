@@ -27,8 +27,8 @@ MAX_DAMPING = 1e6
 
 def converged_mask(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> np.ndarray:
     """errors (..., T, 2) -> (...) bool: every target within tolerance where it has weight."""
-    ok = (errors <= np.array([tol_p, tol_r])) | (weights == 0)
-    return np.all(ok, axis=(-2, -1))
+    ok = (errors <= (tol_p, tol_r)) | (weights == 0)
+    return ok.all(axis=(-2, -1))
 
 
 def _converged(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> bool:
