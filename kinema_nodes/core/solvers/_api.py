@@ -183,7 +183,10 @@ def solve_trajectory(
     robot, targets_per_frame: Sequence[IKTarget | Sequence[IKTarget]], start: np.ndarray, options: SolveOptions | None = None
 ) -> list[SolveResult]:
     """Solve frame after frame, each seeded from the previous answer (the bake case), so the
-    arm stays on one branch and multi-turn joints never jump."""
+    arm stays on one branch and multi-turn joints never jump.
+
+    A plain loop over `solve`, for any backend. The Blender bake (core/bake.py) runs the
+    PyRoki program inside a `jax.lax.scan` instead, one JAX call per chunk of frames."""
     current = check_start(robot, start)
     results = []
     for targets in targets_per_frame:
