@@ -106,6 +106,8 @@ def seed_count(chain_dof: int) -> int:
 
 
 SEED_BLOCKS = 16
+#: How far (rad or m, per joint) the near-start seeds of a warm solve stray from the start.
+NUDGE = 0.4
 #: Iterations over which a seed's cost must halve, or it stops (same rule as the NumPy backend).
 STALL_WINDOW = 10
 #: PyRoki FK is unrolled up to this many joints. Unrolling compiled ~50 % slower and ran no
@@ -147,13 +149,20 @@ class Layout:
             mask = self._free_masks[key] = np.isin(self.chain, free_joints).astype(np.float32)
         return mask
 
-    def make_seeds(self, start: np.ndarray, free: np.ndarray, attempt: int) -> np.ndarray:
+    def make_seeds(self, start: np.ndarray, free: np.ndarray, attempt: int, near_start: bool = False) -> np.ndarray:
         """Seeds within limits (continuous joints: start +- pi); held joints keep the start;
-        on the first attempt seed 0 is the start itself."""
+        on the first attempt seed 0 is the start itself. `near_start` (warm solves): half
+        the seeds are small nudges of the start, so when the start's own descent stalls (a
+        singularity, a limit) a solution on the same branch is found before a far one."""
         chain_start = start[self.chain]
         lower = np.where(np.isfinite(self.lower), self.lower, chain_start - np.pi)
         upper = np.where(np.isfinite(self.upper), self.upper, chain_start + np.pi)
-        seeds = lower + self.seed_fractions[attempt % SEED_BLOCKS] * (upper - lower)
+        fractions = self.seed_fractions[attempt % SEED_BLOCKS]
+        seeds = lower + fractions * (upper - lower)
+        if near_start:
+            half = self.seeds // 2
+            nudged = chain_start + (fractions[:half] - 0.5) * (2 * NUDGE)
+            seeds[:half] = np.clip(nudged, lower, upper)
         seeds = np.where(free > 0, seeds, chain_start)
         if attempt == 0:
             seeds[0] = chain_start
@@ -471,7 +480,7 @@ def solve_pyroki(robot, problem, start: np.ndarray, targets, options, t0: float)
     best = None
     attempt = 0
     while True:
-        seeds = layout.make_seeds(start, free, attempt)
+        seeds = layout.make_seeds(start, free, attempt, near_start=not options.cold)
         x, errors, iterations, ok = solver(
             start, seeds, targets.positions, targets.wxyz, targets.weights, free, tolerances, options.max_iterations, options.cold
         )
