@@ -33,7 +33,10 @@ def solver_nodes(tree):
 
 
 def target_nodes(tree, rig=None):
-    nodes = [n for n in tree.nodes if n.bl_idname == "KinemaIKTargetNode"] if tree else []
+    """IK Target nodes of a tree, inside node groups too."""
+    from .groups import all_nodes
+
+    nodes = [n for n in all_nodes(tree) if n.bl_idname == "KinemaIKTargetNode"] if tree else []
     if rig is not None:
         nodes = [n for n in nodes if n.robot_rig() == rig]
     return nodes
@@ -226,9 +229,9 @@ class _TargetOperator(_RigOperator):
         tree = rig_tree(rig)
         if tree is None:
             return None
-        if self.target:
-            return tree.nodes.get(self.target)
         targets = target_nodes(tree, rig)
+        if self.target:
+            return next((t for t in targets if t.name == self.target), None)
         return targets[0] if targets else None
 
 
@@ -359,7 +362,9 @@ class KINEMA_PT_inverse_kinematics(bpy.types.Panel):
         for target in targets:
             box = layout.box()
             row = box.row(align=True)
-            row.prop_search(target, "link_name", rig.data, "bones", text="Target Bone")
+            row.label(text="Target Bone")
+            # Switching snaps the control onto the new link, so the arm does not jump.
+            row.operator_menu_enum("kinema.switch_target_link_menu", "link", text=target.link_name or "Tool point").target = target.name
             row.operator("kinema.key_target_bone", text="", icon="KEY_HLT").target = target.name
             row = box.row(align=True)
             row.operator("kinema.snap_to_tool", icon="SNAP_ON").target = target.name
