@@ -18,7 +18,8 @@ from .tree import TREE_IDNAME
 _dirty: set[int] = set()
 _compiled: dict[int, tuple[GraphSpec, Program]] = {}
 _last_inputs: dict[tuple[int, str], bytes] = {}
-_compiled_links: set[tuple] = set()  # (robot, links, backend) solved once: the compile is paid
+_compiled_links: set[tuple] = set()
+_readouts: dict[tuple[int, str], dict] = {}  # (robot, links, backend) solved once: the compile is paid
 _running = False
 
 
@@ -32,6 +33,7 @@ def forget_all() -> None:
     _dirty.clear()
     _compiled.clear()
     _last_inputs.clear()
+    _readouts.clear()
 
 
 def kinema_trees(data=None):
@@ -184,15 +186,17 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
     return results
 
 
+def readout(solver) -> dict:
+    """The last live solve of a Solver node: ms, summary, solving_to, backend_note."""
+    return _readouts.get((solver.id_data.as_pointer(), solver.name), {})
+
+
 def _show_readout(solver, step, result: StepResult, force: bool) -> None:
-    _set(solver, "summary", result.summary)
-    _set(solver, "solving_to", ", ".join(result.solved_links))
-    _set(solver, "last_solve_ms", round(float(result.ms), 3))
     solve = result.result
-    note = ""
-    if solve is not None and solve.fallback_reason:
-        note = f"Using NumPy: {solve.fallback_reason}"
-    _set(solver, "backend_note", note)
+    note = f"Using NumPy: {solve.fallback_reason}" if solve is not None and solve.fallback_reason else ""
+    _readouts[(solver.id_data.as_pointer(), solver.name)] = {
+        "ms": float(result.ms), "summary": result.summary, "solving_to": ", ".join(result.solved_links), "backend_note": note,
+    }
     if solve is None:
         return
     compile_key = (step.robot.fingerprint, result.solved_links, solve.backend)

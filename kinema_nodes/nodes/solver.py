@@ -31,12 +31,13 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     budget_ms: bpy.props.FloatProperty(name="Budget (ms)", default=DEFAULT_SOLVE_BUDGET_MS, min=0.001, update=_dirty)
     hold_prismatic: bpy.props.BoolProperty(name="Hold Slides", default=True, update=_dirty,
                                            description="Prismatic joints (finger slides, rails) keep their values; move them by hand")
-    # Readout, written by the evaluator.
-    last_solve_ms: bpy.props.FloatProperty(name="Last solve (ms)")
-    summary: bpy.props.StringProperty(name="Summary")
-    solving_to: bpy.props.StringProperty(name="Solving To")
+    # Readout of the last live solve. Read-only views of the evaluator's memory: writing them into
+    # the tree every frame would make Blender re-evaluate the tree and the rig a second time.
+    last_solve_ms: bpy.props.FloatProperty(name="Last solve (ms)", get=lambda self: _readout(self, "ms", 0.0))
+    summary: bpy.props.StringProperty(name="Summary", get=lambda self: _readout(self, "summary", ""))
+    solving_to: bpy.props.StringProperty(name="Solving To", get=lambda self: _readout(self, "solving_to", ""))
+    backend_note: bpy.props.StringProperty(name="Backend Note", get=lambda self: _readout(self, "backend_note", ""))
     over_budget: bpy.props.BoolProperty(name="Over Budget", description="Live updates paused: the last solve took longer than the budget")
-    backend_note: bpy.props.StringProperty(name="Backend Note")
 
     def init(self, context):
         self.inputs.new("KinemaTargetSocket", "Targets", use_multi_input=True)
@@ -67,6 +68,12 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
             position_tolerance=self.position_tolerance, rotation_tolerance=self.rotation_tolerance,
             max_iterations=self.max_iterations, budget_ms=self.effective_budget_ms(), hold_prismatic=self.hold_prismatic,
         )
+
+
+def _readout(node, key, default):
+    from ..evaluator import readout
+
+    return readout(node).get(key, default)
 
 
 def draw_readout(solver, layout):
