@@ -109,8 +109,72 @@ def lm_batch(problem: ChainProblem, seeds: np.ndarray, targets, tol_p, tol_r, ma
 
 
 def lm_run(problem: ChainProblem, q0: np.ndarray, targets, tol_p, tol_r, max_iterations, deadline):
-    """One LM descent from q0 (n,). Returns (q, errors, iterations, converged)."""
-    return lm_batch(problem, q0[None], targets, tol_p, tol_r, max_iterations, deadline, cold=False)
+    """One LM descent from q0 (n,): the same rules as `lm_batch` for one seed, written with
+    plain Python control flow because this is the every-frame path of live IK.
+    Returns (q, errors, iterations, converged)."""
+    free = problem.free
+    lower, upper = problem.lower, problem.upper
+    weights = targets.weights
+    scale = np.repeat(weights, 3, axis=1).reshape(-1)
+    unit_weights = bool(np.all(scale == 1.0))
+    tolerance = np.array([tol_p, tol_r])
+    ignore = weights == 0
+
+    def converged(errors) -> bool:
+        return bool(((errors <= tolerance) | ignore).all())
+
+    def evaluate(q):
+        errors, residual, jac = problem.residual(q[None], targets.rotations, targets.positions)
+        errors, residual, jac = errors[0], residual[0], jac[0]
+        if not unit_weights:
+            residual, jac = residual * scale, jac * scale[:, None]
+        return errors, residual, jac, float(((errors * weights) ** 2).sum())
+
+    q = q0.copy()
+    x = np.clip(q[free], lower, upper)
+    q[free] = x
+    k = len(free)
+    if k == 0:
+        errors = evaluate(q)[0]
+        return q, errors, 0, converged(errors)
+    errors, residual, jac, cost = evaluate(q)
+    damping = 1e-3
+    eye = np.eye(k)
+    checkpoint = cost
+    iterations = 0
+    while iterations < max_iterations and not converged(errors):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        iterations += 1
+        jtj = jac.T @ jac
+        g = jac.T @ residual
+        step = np.linalg.solve(jtj + damping * eye, g)
+        blocked = ((x <= lower) & (step < 0)) | ((x >= upper) & (step > 0))
+        if blocked.any():
+            keep = ~blocked
+            step = np.zeros(k)
+            if keep.any():
+                step[keep] = np.linalg.solve(jtj[np.ix_(keep, keep)] + damping * np.eye(int(keep.sum())), g[keep])
+        biggest = float(np.abs(step).max())
+        if biggest > MAX_STEP:
+            step *= MAX_STEP / biggest
+        x_trial = np.clip(x + step, lower, upper)
+        q_trial = q.copy()
+        q_trial[free] = x_trial
+        trial = evaluate(q_trial)
+        if trial[3] < cost:
+            q, x = q_trial, x_trial
+            errors, residual, jac, cost = trial
+            damping = max(damping * 0.2, 1e-12)
+        else:
+            damping = min(damping * 10.0, MAX_DAMPING)
+            if damping >= MAX_DAMPING:
+                break
+        if iterations % STALL_WINDOW == 0:
+            if cost > 0.5 * checkpoint and cost > 1e-12:
+                break
+            checkpoint = cost
+    return q, errors, iterations, converged(errors)
 
 
 #: Random seeds as fractions of each joint's range, drawn once with a fixed seed: cold solves
@@ -144,11 +208,11 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
     attempt = 0
     while True:
         if attempt == 0 and not options.cold:
-            seeds = start[None]
+            q, errors, iterations, converged = lm_run(problem, start, targets, tol_p, tol_r, options.max_iterations, deadline)
         else:
             seeds = random_seeds(problem, start, attempt)
             seeds[0] = start  # the start leads: a converged answer nearest it wins
-        q, errors, iterations, converged = lm_batch(problem, seeds, targets, tol_p, tol_r, options.max_iterations, deadline, options.cold)
+            q, errors, iterations, converged = lm_batch(problem, seeds, targets, tol_p, tol_r, options.max_iterations, deadline, options.cold)
         total += iterations
         cost = float(cost_of(errors, targets.weights))
         if best is None or cost < best[0]:
