@@ -42,8 +42,8 @@ def cost_of(errors: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def lm_batch(problem: ChainProblem, seeds: np.ndarray, targets, tol_p, tol_r, max_iterations, deadline, cold: bool):
     """LM from each row of `seeds` (B, n) side by side.
 
-    Stops when (cold) any seed converged, or (warm) seed 0 converged or gave up and another
-    converged, or all seeds gave up, or at max_iterations / the deadline. Returns the chosen
+    Stops when (cold) any seed converged, or (warm) seed 0 converged, or every seed converged
+    or gave up, or at max_iterations / the deadline. Returns the chosen
     (q, errors, iterations, converged): the converged seed nearest the first seed — seed 0
     itself in a warm solve — else the lowest cost.
     """
@@ -64,7 +64,7 @@ def lm_batch(problem: ChainProblem, seeds: np.ndarray, targets, tol_p, tol_r, ma
     iterations = 0
     while iterations < max_iterations and k:
         ok = converged_mask(errors, weights, tol_p, tol_r)
-        if ok.any() and (cold or ok[0] or done[0]) or done.all():
+        if (cold and ok.any()) or ok[0] or done.all():
             break
         if deadline is not None and time.perf_counter() > deadline:
             break

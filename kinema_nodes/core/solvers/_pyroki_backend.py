@@ -26,7 +26,7 @@ import numpy as np
 from ._cache import LRU, cache_root
 
 #: Bump when the program's inputs, outputs or algorithm change: old export files are rebuilt.
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 _MAGIC = b"KINEMA-IK-EXPORT\n"
 
 _lock = threading.RLock()
@@ -322,7 +322,9 @@ def _build_function(robot, layout: Layout):
         def keep_going(state):
             errors, done, active, iteration = state[3], state[6], state[8], state[9]
             ok = converged(errors) & active
-            warm_finished = ok[0] | (done[0] & jnp.any(ok))
+            # Warm: once the start's descent gave up, let every seed finish, so the answer is
+            # the converged one nearest the start, not merely the first to converge.
+            warm_finished = ok[0]
             finished = jnp.where(cold, jnp.any(ok), warm_finished) | jnp.all(done)
             return ~finished & (iteration < max_iterations)
 
