@@ -7,8 +7,11 @@
 #          the newest jax. Installs ".[test]" exactly as the README says, then runs the suite
 #          minus tests marked slow.
 #   bpy45  The oldest supported line: Python 3.11 with bpy 4.5.x (numpy 1.26, jax 0.7.1), the
-#          Blender-side tests only (the files that use the `blender`/`blender_session` fixtures,
-#          the add-on's registration, and the extension-zip install test).
+#          Blender-side test files only: those that use the `blender`/`blender_session`
+#          fixtures or import bpy (in-process or in a subprocess script), minus their PyRoki
+#          variants (-k "not pyroki or extension").
+#
+# Extra pytest arguments per leg: KINEMA_MATRIX_PY313_ARGS, KINEMA_MATRIX_BPY45_ARGS.
 #
 # Each leg gets a fresh virtual environment under build/matrix/<leg> (build/ is git-ignored).
 # A leg whose packages cannot be installed for its Python fails with a line saying so; a leg
@@ -71,7 +74,7 @@ run_leg() {
         "$venv/bin/python" -c 'import bpy, numpy, jax; print("[matrix] py313: bpy", bpy.app.version_string, "numpy", numpy.__version__, "jax", jax.__version__)' \
             || { say "py313: FAILED: bpy/numpy/jax do not import together"; return 1; }
         say "py313: running the suite (not slow)"
-        "$venv/bin/python" -m pytest -q -n 2 -m "not slow" -p no:cacheprovider
+        "$venv/bin/python" -m pytest -q -n 2 -m "not slow" -p no:cacheprovider -rfE --durations=10 ${KINEMA_MATRIX_PY313_ARGS:-}
         ;;
     bpy45)
         python=$(command -v python3.11 || true)
@@ -88,8 +91,12 @@ run_leg() {
         "$venv/bin/python" -c 'import bpy, numpy; print("[matrix] bpy45: bpy", bpy.app.version_string, "numpy", numpy.__version__)' \
             || { say "bpy45: FAILED: bpy does not import"; return 1; }
         mapfile -t files < <(blender_side_tests)
-        say "bpy45: running the Blender-side tests: ${files[*]}"
-        "$venv/bin/python" -m pytest -q -n 2 -m "not slow" -p no:cacheprovider "${files[@]}"
+        say "bpy45: running the Blender-side test files: ${files[*]}"
+        # The PyRoki variants of Blender-side tests re-check the solver, which the default leg
+        # covers on the same Python and jax; here only the Blender API matters (the extension
+        # install test, which solves with the bundled PyRoki, stays).
+        "$venv/bin/python" -m pytest -q -n 2 -m "not slow" -p no:cacheprovider -rfE --durations=10 \
+            -k "not pyroki or extension" ${KINEMA_MATRIX_BPY45_ARGS:-} "${files[@]}"
         ;;
     *)
         say "unknown leg '$leg' (legs: py313 bpy45)"
