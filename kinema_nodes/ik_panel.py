@@ -307,29 +307,12 @@ class KINEMA_OT_key_target_bone(_TargetOperator, bpy.types.Operator):
 
 
 def key_target_link(target, robot, link: str, frame: float) -> None:
-    """Key the target's link choice at `frame` with CONSTANT interpolation."""
+    """Key the target's link choice at `frame`, stepped."""
+    from .animation import key_stepped
+
     target.link_index = robot.links.index(robot.check_link(link)) + 1
-    target.keyframe_insert("link_index", frame=frame)
-    tree = target.id_data
-    for fcurve in _fcurves(tree):
-        if fcurve.data_path == f'nodes["{target.name}"].link_index':
-            for point in fcurve.keyframe_points:
-                point.interpolation = "CONSTANT"
-            fcurve.update()
-    evaluator.mark_dirty(tree)
-
-
-def _fcurves(id_data):
-    animation = id_data.animation_data
-    if animation is None or animation.action is None:
-        return []
-    action = animation.action
-    if hasattr(action, "fcurves") and not getattr(action, "is_action_layered", False):
-        return list(action.fcurves)
-    from bpy_extras import anim_utils
-
-    channelbag = anim_utils.action_get_channelbag_for_slot(action, animation.action_slot)
-    return list(channelbag.fcurves) if channelbag else []
+    key_stepped(target, "link_index", frame)
+    evaluator.mark_dirty(target.id_data)
 
 
 # ---- the panel ---------------------------------------------------------------------------

@@ -256,12 +256,11 @@ def _link_now(plan: BoundPreset, target: str, frame: float) -> str | None:
 
 def _show_keyed_value(target, frame: float) -> None:
     """After keying, the property holds the last key written; show the one for this frame."""
-    from .ik_panel import _fcurves
+    from .animation import node_fcurve
 
-    path = f'nodes["{target.name}"].link_index'
-    for fcurve in _fcurves(target.id_data):
-        if fcurve.data_path == path:
-            target.link_index = round(fcurve.evaluate(frame))
+    fcurve = node_fcurve(target, "link_index")
+    if fcurve is not None:
+        target.link_index = round(fcurve.evaluate(frame))
 
 
 def _hold_swivel(plan: BoundPreset, made: dict, rig, robot) -> None:
@@ -315,18 +314,17 @@ def preset_driver(tree):
 # ---- saving --------------------------------------------------------------------------------
 
 def _link_keys(node, robot) -> list[tuple[float, str]]:
-    from .ik_panel import _fcurves
+    from .animation import node_fcurve
 
-    path = f'nodes["{node.name}"].link_index'
-    for fcurve in _fcurves(node.id_data):
-        if fcurve.data_path == path:
-            keys = []
-            for point in fcurve.keyframe_points:
-                index = round(point.co[1])
-                link = robot.links[index - 1] if 0 < index <= len(robot.links) else (node.link_name or robot.tool_point)
-                keys.append((float(point.co[0]), link))
-            return keys
-    return []
+    fcurve = node_fcurve(node, "link_index")
+    if fcurve is None:
+        return []
+    keys = []
+    for point in fcurve.keyframe_points:
+        index = round(point.co[1])
+        link = robot.links[index - 1] if 0 < index <= len(robot.links) else (node.link_name or robot.tool_point)
+        keys.append((float(point.co[0]), link))
+    return keys
 
 
 def preset_from_tree(tree, rig, name: str, description: str = "") -> Preset:

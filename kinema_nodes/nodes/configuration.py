@@ -31,17 +31,11 @@ class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
 def key_configuration_index(node, frame: float, index: int | None = None) -> None:
     """Key the node's configuration index at `frame`, stepped (CONSTANT): a change of index
     never passes through the configurations in between."""
-    from ..ik_panel import _fcurves
+    from ..animation import key_stepped
 
     if index is not None:
         node.configuration_index = index
-    node.keyframe_insert("configuration_index", frame=frame)
-    tree = node.id_data
-    for fcurve in _fcurves(tree):
-        if fcurve.data_path == f'nodes["{node.name}"].configuration_index':
-            for point in fcurve.keyframe_points:
-                point.interpolation = "CONSTANT"
-            fcurve.update()
+    key_stepped(node, "configuration_index", frame)
     node.mark_dirty()
 
 

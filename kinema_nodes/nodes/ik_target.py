@@ -103,9 +103,9 @@ def is_link_animated(target) -> bool:
     animation = target.id_data.animation_data
     if animation is None or animation.action is None:
         return False
-    from ..ik_panel import _fcurves
+    from ..animation import node_fcurve
 
-    return any(f.data_path == f'nodes["{target.name}"].link_index' for f in _fcurves(target.id_data))
+    return node_fcurve(target, "link_index") is not None
 
 
 def switch_target_link(context, rig, target, link: str, key: bool | None = None) -> str:

@@ -1,0 +1,38 @@
+"""F-curves of a data-block, and stepped keys for choices (an index is not a quantity).
+
+One place for both so that Key Target Bone, Key Configuration and presets agree, on Blender 5's
+slotted actions and on 4.5's legacy `Action.fcurves`.
+"""
+
+from __future__ import annotations
+
+
+def fcurves(id_data) -> list:
+    """Every F-curve animating `id_data` (empty when it has no action)."""
+    animation = id_data.animation_data
+    if animation is None or animation.action is None:
+        return []
+    action = animation.action
+    if hasattr(action, "fcurves") and not getattr(action, "is_action_layered", False):
+        return list(action.fcurves)
+    from bpy_extras import anim_utils
+
+    channelbag = anim_utils.action_get_channelbag_for_slot(action, animation.action_slot)
+    return list(channelbag.fcurves) if channelbag else []
+
+
+def node_fcurve(node, property_name: str):
+    """The F-curve of a node's property in its tree, or None."""
+    path = f'nodes["{node.name}"].{property_name}'
+    return next((f for f in fcurves(node.id_data) if f.data_path == path), None)
+
+
+def key_stepped(node, property_name: str, frame: float) -> None:
+    """Key a node's property at `frame` with CONSTANT interpolation: a change of choice never
+    passes through the values in between (Blender keys int properties LINEAR by default)."""
+    node.keyframe_insert(property_name, frame=frame)
+    fcurve = node_fcurve(node, property_name)
+    if fcurve is not None:
+        for point in fcurve.keyframe_points:
+            point.interpolation = "CONSTANT"
+        fcurve.update()
