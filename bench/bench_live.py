@@ -19,21 +19,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results_file import write_section
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 SECTION = "bench_live"
-
-
-def write_section(markdown: str) -> None:
-    start, end = f"<!-- {SECTION}: start -->", f"<!-- {SECTION}: end -->"
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    block = f"{start}\n{markdown.rstrip()}\n{end}"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    RESULTS.write_text(text)
-
 
 def percentile(values, q):
     return float(np.percentile(np.asarray(values), q))
@@ -180,7 +168,7 @@ def main() -> int:
     markdown = "\n".join(lines)
     print(markdown)
     if not args.no_write:
-        write_section(markdown)
+        write_section(SECTION, markdown)
     return 0
 
 
