@@ -16,7 +16,6 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from results_file import write_section
@@ -70,7 +69,7 @@ def main() -> int:
 
     import kinema_nodes
     from kinema_nodes import evaluator
-    from kinema_nodes.ik_panel import add_ik_target, solver_nodes, target_nodes
+    from kinema_nodes.ik_panel import add_ik_target, target_nodes
     from kinema_nodes.importer import import_urdf
     from kinema_nodes.rig import robot_for_rig, write_joint_values
 
