@@ -208,5 +208,16 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
+def run() -> None:
+    """The console script: `main`, then exit. Under Blender's module, exit without running its
+    shutdown code, which some bpy versions (4.5) can hang in at process exit."""
+    code = main()
+    if "bpy" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

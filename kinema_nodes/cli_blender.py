@@ -22,7 +22,8 @@ def headless_blender(empty_file: bool = True):
     """The bpy module with Kinema Nodes registered (once per process) and, by default, an empty file."""
     global _REGISTERED
     try:
-        import bpy
+        with blender_output_to_stderr():  # some bpy versions print colour-management notes on import
+            import bpy
     except ImportError:
         raise KinemaError("this command needs Blender's Python module: pip install bpy (see the README)") from None
     if not _REGISTERED and not hasattr(bpy.types.Armature, "kinema"):

@@ -199,7 +199,7 @@ def test_cli_configs_lists_every_configuration_as_json_and_renders_a_contact_she
     target, _ = _target(robot, q, "tool_tcp")
     current = [f"{n}={v!r}" for n, v in zip(robot.actuated_joint_names, q)]
     picture = tmp_path / "sheet.png"
-    run = _cli("arm6", "--link", "tool_tcp", "--target", *map(repr, (*target.position, *target.wxyz)),
+    run = _cli("arm6", "--link", "tool_tcp", "--target", *(repr(float(v)) for v in (*target.position, *target.wxyz)),
                "--start", *current, "--json", "--render", str(picture))
     assert run.returncode == 0, run.stderr
     payload = json.loads(run.stdout)
