@@ -22,7 +22,7 @@ def headless_blender(empty_file: bool = True):
     """The bpy module with Kinema Nodes registered (once per process) and, by default, an empty file."""
     global _REGISTERED
     try:
-        with blender_output_to_stderr():  # some bpy versions print colour-management notes on import
+        with _silenced():  # some bpy versions log colour-management notes on import
             import bpy
     except ImportError:
         raise KinemaError("this command needs Blender's Python module: pip install bpy (see the README)") from None
@@ -34,6 +34,24 @@ def headless_blender(empty_file: bool = True):
     if empty_file:
         bpy.ops.wm.read_homefile(use_empty=True)
     return bpy
+
+
+@contextlib.contextmanager
+def _silenced():
+    """Blender's start-up log lines go nowhere: stdout is the answer, stderr is for one-line errors."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
 
 
 @contextlib.contextmanager

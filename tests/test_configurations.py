@@ -197,7 +197,7 @@ def test_cli_configs_lists_every_configuration_as_json_and_renders_a_contact_she
     robot = robots("arm6")
     q = np.array([0.4, -1.1, 1.3, -0.9, 1.2, 0.3])
     target, _ = _target(robot, q, "tool_tcp")
-    current = [f"{n}={v!r}" for n, v in zip(robot.actuated_joint_names, q)]
+    current = [f"{n}={float(v)!r}" for n, v in zip(robot.actuated_joint_names, q)]
     picture = tmp_path / "sheet.png"
     run = _cli("arm6", "--link", "tool_tcp", "--target", *(repr(float(v)) for v in (*target.position, *target.wxyz)),
                "--start", *current, "--json", "--render", str(picture))
