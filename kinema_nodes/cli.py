@@ -9,6 +9,7 @@ so `info` and `fk` never import JAX or Blender.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -56,12 +57,42 @@ def parse_joint_values(items: list[str] | None) -> dict[str, float]:
     return values
 
 
+#: Where a command's answer goes. Commands that run Blender point the process's stdout at
+#: /dev/null (Blender logs to it from C, at times we cannot predict) and answer here instead.
+_answer = None
+
+#: Commands that start Blender's module.
+BLENDER_COMMANDS = ("import", "configs", "bake", "demo")
+
+
 def emit(args, payload: dict, text: str) -> None:
     """Print the JSON object with --json, else the human text."""
+    out = _answer or sys.stdout
     if getattr(args, "json", False):
-        print(json.dumps(payload, allow_nan=False))
+        print(json.dumps(payload, allow_nan=False), file=out)
     else:
-        print(text)
+        print(text, file=out)
+    out.flush()
+
+
+@contextlib.contextmanager
+def _answer_on_stdout_only():
+    """Keep stdout for the command's answer: anything else written to fd 1 is dropped."""
+    global _answer
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    _answer = os.fdopen(os.dup(saved), "w")
+    os.dup2(devnull, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        _answer.close()
+        _answer = None
+        os.close(saved)
+        os.close(devnull)
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -196,8 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _, run = _command(args.command)
+    quiet = _answer_on_stdout_only() if args.command in BLENDER_COMMANDS else contextlib.nullcontext()
     try:
-        return int(run(args) or 0)
+        with quiet:
+            return int(run(args) or 0)
     except KinemaError as exc:
         print(f"kinema-nodes: error: {exc}", file=sys.stderr)
         return 2

@@ -21,18 +21,22 @@ _REGISTERED = False
 def headless_blender(empty_file: bool = True):
     """The bpy module with Kinema Nodes registered (once per process) and, by default, an empty file."""
     global _REGISTERED
-    try:
-        with _silenced():  # some bpy versions log colour-management notes on import
+    # Blender logs start-up notes (colour management, ...) as it imports and loads its first file.
+    with _silenced():
+        try:
             import bpy
-    except ImportError:
-        raise KinemaError("this command needs Blender's Python module: pip install bpy (see the README)") from None
-    if not _REGISTERED and not hasattr(bpy.types.Armature, "kinema"):
-        from . import register
+        except ImportError:
+            bpy = None
+        if bpy is not None:
+            if not _REGISTERED and not hasattr(bpy.types.Armature, "kinema"):
+                from . import register
 
-        register()
-    _REGISTERED = True
-    if empty_file:
-        bpy.ops.wm.read_homefile(use_empty=True)
+                register()
+            _REGISTERED = True
+            if empty_file:
+                bpy.ops.wm.read_homefile(use_empty=True)
+    if bpy is None:
+        raise KinemaError("this command needs Blender's Python module: pip install bpy (see the README)")
     return bpy
 
 
