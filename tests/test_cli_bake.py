@@ -85,7 +85,8 @@ def test_bake_round_trip_reaches_every_target_and_the_blend_plays_the_same_motio
             "from kinema_nodes import rig; obj = bpy.data.objects['panda']; robot = rig.robot_for_rig(obj); values = []\n"
             "for frame in range(1, 41):\n"
             "    bpy.context.scene.frame_set(frame); values.append(rig.read_joint_values(obj, robot).tolist())\n"
-            "print(json.dumps(values))"
+            "print(json.dumps(values), flush=True)\n"
+            "import os; os._exit(0)  # bpy 4.5 can hang in its own shutdown"
         )],
         capture_output=True, text=True, timeout=300, check=False,
     )
