@@ -49,9 +49,9 @@ def smooth_path(robot, frames: int, seed: int = 7) -> tuple[np.ndarray, np.ndarr
 
 
 def track_for(robot, path: np.ndarray):
-    from kinema_nodes.cli_bake import TargetTrack
-    from kinema_nodes.core.kinematics import link_pose
-    from kinema_nodes.core.rotations import matrix_to_quaternion
+    from kinema_nodes.cli.csv_files import TargetTrack
+    from kinema_nodes.core.model.kinematics import link_pose
+    from kinema_nodes.core.model.rotations import matrix_to_quaternion
 
     poses = link_pose(robot, path, LINK)
     frames = np.arange(1, len(path) + 1)
@@ -66,11 +66,11 @@ def in_process(frames: int, backends: list[str]) -> dict:
     kinema_nodes.register()
     from bpy_extras import anim_utils
 
-    from kinema_nodes import baking
-    from kinema_nodes import rig as rig_module
-    from kinema_nodes.cli_bake import key_control
-    from kinema_nodes.ik_panel import add_ik_target
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender import baking
+    from kinema_nodes.blender import rig as rig_module
+    from kinema_nodes.cli.bake import key_control
+    from kinema_nodes.blender.edit import add_ik_target
+    from kinema_nodes.blender.build import import_urdf
 
     out = {"kinema": {}}
     for backend in backends:
@@ -124,7 +124,7 @@ def in_process(frames: int, backends: list[str]) -> dict:
 
 
 def cli_run(frames: int, solver: str, folder: Path) -> dict:
-    from kinema_nodes.core.robot import load_robot
+    from kinema_nodes.core.model.robot import load_robot
 
     robot = load_robot("panda", check_meshes=False)
     start, path = smooth_path(robot, frames)

@@ -36,9 +36,9 @@ START, END = "<!-- bench_configs: start -->", "<!-- bench_configs: end -->"
 
 
 def _target(robot, q, link):
-    from kinema_nodes.core.kinematics import link_pose
-    from kinema_nodes.core.rotations import matrix_to_quaternion
-    from kinema_nodes.core.solvers import IKTarget
+    from kinema_nodes.core.model.kinematics import link_pose
+    from kinema_nodes.core.model.rotations import matrix_to_quaternion
+    from kinema_nodes.core.solve import IKTarget
 
     pose = link_pose(robot, q, link)
     return IKTarget(link, tuple(pose[:3, 3]), tuple(matrix_to_quaternion(pose[:3, :3]))), pose
@@ -47,9 +47,9 @@ def _target(robot, q, link):
 def bench_ur5(n: int, seed: int) -> dict:
     from ur_analytic import UrOracle
 
-    from kinema_nodes.core.configurations import find_configurations, same_branch
-    from kinema_nodes.core.robot import load_robot
-    from kinema_nodes.core.solvers import SolveOptions
+    from kinema_nodes.core.stages.configurations import find_configurations, same_branch
+    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.solve import SolveOptions
 
     robot = load_robot("ur5")
     oracle = UrOracle(robot, "tool0")
@@ -83,9 +83,9 @@ def bench_ur5(n: int, seed: int) -> dict:
 
 
 def bench_panda(n: int, seed: int) -> dict:
-    from kinema_nodes.core.configurations import find_configurations
-    from kinema_nodes.core.robot import load_robot
-    from kinema_nodes.core.solvers import SolveOptions
+    from kinema_nodes.core.stages.configurations import find_configurations
+    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.solve import SolveOptions
 
     robot = load_robot("panda")
     rng = np.random.default_rng(seed)
@@ -108,9 +108,9 @@ def bench_panda(n: int, seed: int) -> dict:
 
 
 def bench_sweep(sweeps: int, seed: int) -> dict:
-    from kinema_nodes.core.robot import load_robot
-    from kinema_nodes.core.solvers import SolveOptions
-    from kinema_nodes.core.swivel import set_swivel, swivel_angle, wrap
+    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.solve import SolveOptions
+    from kinema_nodes.core.stages.swivel import set_swivel, swivel_angle, wrap
 
     robot = load_robot("panda")
     link = "panda_link8"

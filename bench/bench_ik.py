@@ -28,10 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.robot import load_robot
-from kinema_nodes.core.rotations import quaternion_to_matrix, rotation_angle_between
-from kinema_nodes.core.solvers._bench import PRACTICAL, STRICT, cold_cases, run_benchmark
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.rotations import quaternion_to_matrix, rotation_angle_between
+from kinema_nodes.core.solve._bench import PRACTICAL, STRICT, cold_cases, run_benchmark
 
 ARMS = (("panda", "panda_hand"), ("ur5", "tool0"), ("xarm7", "link_eef"))
 HUMANOID = ("talos", ("arm_left_7_link", "arm_right_7_link", "leg_left_6_link", "leg_right_6_link"))
@@ -184,8 +184,8 @@ def bench_raw_pyroki(robot, link, n, seed) -> dict:
 FIRST_SOLVE = """
 import time
 t0 = time.perf_counter()
-from kinema_nodes.core.robot import load_robot
-from kinema_nodes.core.solvers import IKTarget, solve
+from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.solve import IKTarget, solve
 robot = load_robot({name!r}, check_meshes=False)
 t1 = time.perf_counter()
 result = solve(robot, IKTarget({link!r}, (0.4, 0.1, 0.5), (0.0, 1.0, 0.0, 0.0)), robot.mid_configuration())
@@ -208,7 +208,7 @@ def first_solve_in_new_process(name, link, cache) -> dict:
 
 
 def import_time() -> float:
-    code = "import time; t=time.perf_counter(); import kinema_nodes.core.solvers; import jax; print(time.perf_counter()-t)"
+    code = "import time; t=time.perf_counter(); import kinema_nodes.core.solve; import jax; print(time.perf_counter()-t)"
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT)
     return float(done.stdout.strip())
 
@@ -322,7 +322,7 @@ def main() -> int:
         lines.append(f"| {label} | {f['load_s']:.2f} | {f['first_solve_s']:.2f} | {f['in_process_s']:.2f} | {f['process_wall_s']:.2f} |")
         print(lines[-1], flush=True)
     lines.append("")
-    lines.append(f"Import of `kinema_nodes.core.solvers` + `jax`: {import_time():.2f} s. "
+    lines.append(f"Import of `kinema_nodes.core.solve` + `jax`: {import_time():.2f} s. "
                  "First call inside this run (compile included, caches empty at start): "
                  + ", ".join(f"{n} {s} {t:.1f} s" for n, s, t in firsts) + ".")
     lines.append(f"Whole run: {(time.time() - started) / 60:.1f} min.")

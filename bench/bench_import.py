@@ -34,7 +34,7 @@ def main() -> int:
     import trimesh
 
     import kinema_nodes
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender.build import import_urdf
 
     kinema_nodes.register()
     setup_s = time.perf_counter() - started

@@ -30,7 +30,7 @@ def keyframe_path(bpy, rig, robot, bone_name, link, frames, rng):
     """Key the control at FK poses of a smooth random joint path (every key reachable)."""
     from mathutils import Matrix
 
-    from kinema_nodes.core.kinematics import link_pose
+    from kinema_nodes.core.model.kinematics import link_pose
 
     start = robot.mid_configuration()
     start[robot.joint_index("panda_joint4")] = -1.8
@@ -69,9 +69,9 @@ def main() -> int:
 
     import kinema_nodes
     from kinema_nodes import evaluator
-    from kinema_nodes.ik_panel import add_ik_target, target_nodes
-    from kinema_nodes.importer import import_urdf
-    from kinema_nodes.rig import robot_for_rig, write_joint_values
+    from kinema_nodes.blender.edit import add_ik_target, target_nodes
+    from kinema_nodes.blender.build import import_urdf
+    from kinema_nodes.blender.rig import robot_for_rig, write_joint_values
 
     kinema_nodes.register()
     bpy.ops.wm.read_homefile(use_empty=True)

@@ -44,11 +44,11 @@ def main() -> int:
     from mathutils import Matrix
 
     import kinema_nodes
-    from kinema_nodes.core.kinematics import link_pose
-    from kinema_nodes.core.solvers._pyroki_backend import _solvers
-    from kinema_nodes.ik_panel import add_ik_target, key_target_link
-    from kinema_nodes.importer import import_urdf
-    from kinema_nodes.rig import robot_for_rig, write_joint_values
+    from kinema_nodes.core.model.kinematics import link_pose
+    from kinema_nodes.core.solve._pyroki_backend import _solvers
+    from kinema_nodes.blender.edit import add_ik_target, key_target_link
+    from kinema_nodes.blender.build import import_urdf
+    from kinema_nodes.blender.rig import robot_for_rig, write_joint_values
 
     kinema_nodes.register()
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -71,7 +71,7 @@ def main() -> int:
         bone.keyframe_insert("rotation_quaternion", frame=frame)
     for k, frame in enumerate(range(1, 241, 40)):
         key_target_link(target, robot, LINKS[k % len(LINKS)], frame)
-    from kinema_nodes.animation import fcurves
+    from kinema_nodes.blender.animation import fcurves
 
     for fcurve in [*fcurves(rig), *fcurves(tree)]:
         fcurve.modifiers.new("CYCLES")

@@ -81,7 +81,7 @@ class UrOracle:
     """Closed-form IK of a UR5-kinematics URDF (`arm6`, `ur5`) in that URDF's own terms."""
 
     def __init__(self, robot, flange: str):
-        from kinema_nodes.core.kinematics import link_pose
+        from kinema_nodes.core.model.kinematics import link_pose
 
         self.robot = robot
         self.flange = flange

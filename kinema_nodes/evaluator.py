@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core.graph import GraphSpec
-from .core.program import FrameInputs, Program, StepResult, compile_program
-from .groups import node_by_path
+from .core.graph.spec import GraphSpec
+from .core.graph.program import FrameInputs, Program, StepResult, compile_program
+from .blender.groups import node_by_path
 from .tree import TREE_IDNAME
 
 _dirty: set[int] = set()
@@ -50,14 +50,14 @@ def snapshot(tree) -> GraphSpec:
     are named by their path, "Group/IK Target"; see `groups.flatten`). Muted nodes and links
     are left out; links Blender marks invalid (a cycle, a wrong socket type) are kept, so
     validation can say what is wrong with them. A tree used as a group gives an empty spec."""
-    from .groups import flatten
+    from .blender.groups import flatten
 
     return flatten(tree)
 
 
 def _robots_of(tree) -> dict:
-    from .groups import all_nodes
-    from .rig import is_rig, robot_for_rig
+    from .blender.groups import all_nodes
+    from .blender.rig import is_rig, robot_for_rig
 
     robots = {}
     for node in all_nodes(tree):
@@ -122,7 +122,7 @@ def control_pose(target_node, rig) -> np.ndarray | None:
 
 
 def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
-    from .rig import read_joint_values
+    from .blender.rig import read_joint_values
 
     rig = _rig_object(tree, program, step)
     controls, links = {}, {}
@@ -154,7 +154,7 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
     import bpy
 
     from .core.errors import KinemaError
-    from .rig import write_joint_values
+    from .blender.rig import write_joint_values
 
     key = tree.as_pointer()
     was_dirty = key in _dirty
@@ -238,7 +238,7 @@ def run_all(scene=None, *, force: bool = False) -> None:
 
 def warm_up_tree(tree) -> float:
     """Compile the solvers a tree needs without solving (the wait-cursor moment). Seconds."""
-    from .core.solvers import warm_up
+    from .core.solve import warm_up
 
     program = program_for(tree)
     seconds = 0.0

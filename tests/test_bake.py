@@ -8,31 +8,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinema_nodes.core.kinematics import link_pose
+from kinema_nodes.core.model.kinematics import link_pose
 
 ARM7_START = [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.0]
 
 
 def _import(bpy, name):
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender.build import import_urdf
 
     return import_urdf(bpy.context, name)
 
 
 def _robot(rig):
-    from kinema_nodes.rig import robot_for_rig
+    from kinema_nodes.blender.rig import robot_for_rig
 
     return robot_for_rig(rig)
 
 
 def _joints(rig):
-    from kinema_nodes.rig import read_joint_values
+    from kinema_nodes.blender.rig import read_joint_values
 
     return read_joint_values(rig, _robot(rig))
 
 
 def _pose(bpy, rig, q):
-    from kinema_nodes.rig import write_joint_values
+    from kinema_nodes.blender.rig import write_joint_values
 
     write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
     bpy.context.view_layer.update()
@@ -40,7 +40,7 @@ def _pose(bpy, rig, q):
 
 def _rig_with_target(bpy, link="flange", robot="arm7", start=ARM7_START):
     """arm7 posed at `start` with an IK target (NumPy solver) on `link`; Live IK left off."""
-    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.blender.edit import add_ik_target
 
     rig = _import(bpy, robot)
     _pose(bpy, rig, start)
@@ -69,7 +69,7 @@ def _fk_poses(rig, link, configurations, frames):
 
 
 def _fcurve_data(rig):
-    from kinema_nodes.baking import _channelbag
+    from kinema_nodes.blender.baking import _channelbag
 
     bag = _channelbag(rig)
     data = {}
@@ -82,7 +82,7 @@ def _fcurve_data(rig):
 
 def test_baked_keys_reproduce_the_live_solution_on_every_frame(blender):
     bpy = blender
-    from kinema_nodes.baking import bake_tree
+    from kinema_nodes.blender.baking import bake_tree
 
     rig, tree, target, solver = _rig_with_target(bpy)
     start = np.array(ARM7_START)
@@ -116,7 +116,7 @@ def test_baked_keys_reproduce_the_live_solution_on_every_frame(blender):
     # one key per frame on each solved joint, none on the held finger slide
     data = _fcurve_data(rig)
     robot = _robot(rig)
-    from kinema_nodes.rig import joint_channel
+    from kinema_nodes.blender.rig import joint_channel
 
     for name in robot.actuated_joint_names:
         bone, path, index, _ = joint_channel(robot, name)
@@ -129,8 +129,8 @@ def test_baked_keys_reproduce_the_live_solution_on_every_frame(blender):
 
 def test_a_keyed_hand_off_bakes_keys_for_every_joint_used_anywhere(blender):
     bpy = blender
-    from kinema_nodes.baking import bake_tree
-    from kinema_nodes.ik_panel import key_target_link
+    from kinema_nodes.blender.baking import bake_tree
+    from kinema_nodes.blender.edit import key_target_link
 
     rig, tree, target, _ = _rig_with_target(bpy, link="link5")
     robot = _robot(rig)
@@ -150,7 +150,7 @@ def test_a_keyed_hand_off_bakes_keys_for_every_joint_used_anywhere(blender):
     assert results[0].report.converged == 20, results[0].report.to_dict()
     arm = robot.chain_joint_names("flange")
     assert sorted(results[0].keyed_joints) == sorted(arm)
-    from kinema_nodes.rig import joint_channel
+    from kinema_nodes.blender.rig import joint_channel
 
     data = _fcurve_data(rig)
     for name in arm:  # joints 6 and 7 too, although only the second half moves them
@@ -164,7 +164,7 @@ def test_a_keyed_hand_off_bakes_keys_for_every_joint_used_anywhere(blender):
 
 def test_cancel_leaves_the_previous_action_intact(blender):
     bpy = blender
-    from kinema_nodes.baking import bake_tree
+    from kinema_nodes.blender.baking import bake_tree
 
     rig, tree, target, solver = _rig_with_target(bpy)
     start = np.array(ARM7_START)
@@ -204,7 +204,7 @@ def test_cancel_leaves_the_previous_action_intact(blender):
 
 def test_an_unreachable_stretch_bakes_flags_those_frames_and_writes_no_nan(blender):
     bpy = blender
-    from kinema_nodes.baking import MARKER_PREFIX, bake_tree
+    from kinema_nodes.blender.baking import MARKER_PREFIX, bake_tree
 
     rig, tree, target, _ = _rig_with_target(bpy)
     robot = _robot(rig)
@@ -291,7 +291,7 @@ def test_checks_flag_limits_speeds_flips_and_failures(robots):
 def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
     """The PyRoki scan over frames gives the live, frame-by-frame answers (float32 solver: 1e-5)."""
     bpy = blender
-    from kinema_nodes.baking import BakeJob
+    from kinema_nodes.blender.baking import BakeJob
 
     rig, tree, target, solver = _rig_with_target(bpy)
     solver.backend = "PYROKI"
@@ -314,15 +314,15 @@ def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
 
 
 def _channelbag_fcurves(rig):
-    from kinema_nodes.baking import _channelbag
+    from kinema_nodes.blender.baking import _channelbag
 
     return _channelbag(rig).fcurves
 
 
 def test_baking_part_of_the_range_again_replaces_only_those_keys(blender):
     bpy = blender
-    from kinema_nodes.baking import bake_tree
-    from kinema_nodes.rig import joint_channel
+    from kinema_nodes.blender.baking import bake_tree
+    from kinema_nodes.blender.rig import joint_channel
 
     rig, tree, target, _ = _rig_with_target(bpy)
     start = np.array(ARM7_START)

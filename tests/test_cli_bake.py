@@ -15,8 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.rotations import matrix_to_quaternion, rotation_angle_between
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import matrix_to_quaternion, rotation_angle_between
 
 
 def _kinema(*args, cwd=None):
@@ -72,7 +72,7 @@ def test_bake_round_trip_reaches_every_target_and_the_blend_plays_the_same_motio
     for row, joints in zip(rows, values[:, 1:]):
         pose = link_pose(robot, joints, row[8])
         target = np.eye(4)
-        from kinema_nodes.core.rotations import quaternion_to_matrix
+        from kinema_nodes.core.model.rotations import quaternion_to_matrix
 
         target[:3, :3], target[:3, 3] = quaternion_to_matrix(np.array(row[4:8])), row[1:4]
         assert np.abs(pose[:3, 3] - target[:3, 3]).max() < 1e-4, row[0]
@@ -82,7 +82,7 @@ def test_bake_round_trip_reaches_every_target_and_the_blend_plays_the_same_motio
         [sys.executable, "-c", (
             "import bpy, json, kinema_nodes; kinema_nodes.register();"
             f"bpy.ops.wm.open_mainfile(filepath={str(out)!r});"
-            "from kinema_nodes import rig; obj = bpy.data.objects['panda']; robot = rig.robot_for_rig(obj); values = []\n"
+            "from kinema_nodes.blender import rig; obj = bpy.data.objects['panda']; robot = rig.robot_for_rig(obj); values = []\n"
             "for frame in range(1, 41):\n"
             "    bpy.context.scene.frame_set(frame); values.append(rig.read_joint_values(obj, robot).tolist())\n"
             "print(json.dumps(values), flush=True)\n"

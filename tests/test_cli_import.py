@@ -30,7 +30,7 @@ def test_import_saves_a_posed_rig_and_renders_it(tmp_path):
         [sys.executable, "-c", (
             "import bpy, json, sys, kinema_nodes; kinema_nodes.register();"
             f"bpy.ops.wm.open_mainfile(filepath={str(out)!r});"
-            "from kinema_nodes import rig; obj = bpy.data.objects['arm6'];"
+            "from kinema_nodes.blender import rig; obj = bpy.data.objects['arm6'];"
             "print(json.dumps(dict(zip(rig.robot_for_rig(obj).actuated_joint_names, rig.read_joint_values(obj, rig.robot_for_rig(obj)).tolist()))), flush=True);"
             "import os; os._exit(0)  # bpy 4.5 can hang in its own shutdown"
         )],

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import yourdfpy
 
-from kinema_nodes.core.robot import find_urdf
+from kinema_nodes.core.model.robot import find_urdf
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -50,7 +50,7 @@ def test_fk_json_matches_yourdfpy():
     np.testing.assert_allclose(fk["position"], expected[:3, 3], atol=1e-12)
     w, x, y, z = fk["quaternion"]
     assert abs(w * w + x * x + y * y + z * z - 1) < 1e-12
-    from kinema_nodes.core.rotations import quaternion_to_matrix
+    from kinema_nodes.core.model.rotations import quaternion_to_matrix
 
     np.testing.assert_allclose(quaternion_to_matrix(fk["quaternion"]), expected[:3, :3], atol=1e-12)
 

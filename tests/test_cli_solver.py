@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.rotations import matrix_to_quaternion
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import matrix_to_quaternion
 
 SOLVE_KEYS = {"joints", "converged", "reason", "position_error", "rotation_error", "iterations", "ms"}
 BENCH_KEYS = {"n", "success_rate", "success_rate_practical", "median_ms", "p95_ms", "p99_ms", "max_ms", "first_call_s"}

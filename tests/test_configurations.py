@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kinema_nodes.core.configurations import find_configurations, nearest_representative, same_branch
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.rotations import matrix_to_quaternion
-from kinema_nodes.core.solvers import IKTarget, SolveOptions
+from kinema_nodes.core.stages.configurations import find_configurations, nearest_representative, same_branch
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import matrix_to_quaternion
+from kinema_nodes.core.solve import IKTarget, SolveOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from ur_analytic import UrOracle
@@ -80,7 +80,7 @@ def test_unreachable_target_has_no_configurations(robots):
 
 
 def test_redundant_arm_branches_are_compared_at_the_current_swivel(robots):
-    from kinema_nodes.core.swivel import swivel_angle
+    from kinema_nodes.core.stages.swivel import swivel_angle
 
     robot = robots("arm7")
     q = np.array([0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.02])
@@ -102,9 +102,9 @@ def test_redundant_arm_branches_are_compared_at_the_current_swivel(robots):
 # ---- in Blender ---------------------------------------------------------------------------
 
 def _rig_with_target(bpy, name, q, link=None):
-    from kinema_nodes.ik_panel import add_ik_target
-    from kinema_nodes.importer import import_urdf
-    from kinema_nodes.rig import robot_for_rig, write_joint_values
+    from kinema_nodes.blender.edit import add_ik_target
+    from kinema_nodes.blender.build import import_urdf
+    from kinema_nodes.blender.rig import robot_for_rig, write_joint_values
 
     rig = import_urdf(bpy.context, name)
     robot = robot_for_rig(rig)
@@ -119,7 +119,7 @@ def _rig_with_target(bpy, name, q, link=None):
 
 def _state(rig, tree):
     """Everything but the joint values: control bones, node settings, keys."""
-    from kinema_nodes.rig import actuated_channels
+    from kinema_nodes.blender.rig import actuated_channels
 
     joint_bones = {c.bone for c in actuated_channels(robot_of(rig))}
     bones = {b.name: (tuple(b.location), tuple(b.rotation_quaternion), tuple(b.rotation_euler), tuple(b.scale))
@@ -129,14 +129,14 @@ def _state(rig, tree):
 
 
 def robot_of(rig):
-    from kinema_nodes.rig import robot_for_rig
+    from kinema_nodes.blender.rig import robot_for_rig
 
     return robot_for_rig(rig)
 
 
 def test_stepping_through_configurations_writes_joint_values_only(blender):
-    from kinema_nodes.ik_sections import find_solutions, step_configuration
-    from kinema_nodes.rig import read_joint_values
+    from kinema_nodes.blender.edit import find_solutions, step_configuration
+    from kinema_nodes.blender.rig import read_joint_values
 
     bpy = blender
     q = [0.4, -1.1, 1.3, -0.9, 1.2, 0.3]
@@ -157,8 +157,8 @@ def test_stepping_through_configurations_writes_joint_values_only(blender):
 
 
 def test_configuration_node_index_picks_the_same_branch_on_every_frame(blender):
-    from kinema_nodes.core.configurations import clear_cache
-    from kinema_nodes.rig import read_joint_values
+    from kinema_nodes.core.stages.configurations import clear_cache
+    from kinema_nodes.blender.rig import read_joint_values
 
     bpy = blender
     clear_cache()
@@ -220,9 +220,9 @@ def test_cli_configs_errors_are_one_line(tmp_path):
 
 
 def test_a_keyed_configuration_index_steps_on_its_keyed_frames(blender):
-    from kinema_nodes.core.configurations import clear_cache
+    from kinema_nodes.core.stages.configurations import clear_cache
     from kinema_nodes.nodes.configuration import key_configuration_index
-    from kinema_nodes.rig import read_joint_values
+    from kinema_nodes.blender.rig import read_joint_values
 
     bpy = blender
     clear_cache()

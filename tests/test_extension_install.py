@@ -72,7 +72,7 @@ INSTALL_SCRIPT = textwrap.dedent(
         report["jax_version"] = jax.__version__
 
     addon = importlib.import_module("''' + MODULE + r'''")
-    robot_module = importlib.import_module("''' + MODULE + r'''.core.robot")
+    robot_module = importlib.import_module("''' + MODULE + r'''.core.model.robot")
     report["yourdfpy_file"] = importlib.import_module("yourdfpy").__file__
 
     if hasattr(bpy.ops.kinema, "import_urdf"):
@@ -82,9 +82,9 @@ INSTALL_SCRIPT = textwrap.dedent(
 
     if solve_mode == "solve":
         import numpy as np
-        solvers = importlib.import_module("''' + MODULE + r'''.core.solvers")
-        kinematics = importlib.import_module("''' + MODULE + r'''.core.kinematics")
-        rotations = importlib.import_module("''' + MODULE + r'''.core.rotations")
+        solvers = importlib.import_module("''' + MODULE + r'''.core.solve")
+        kinematics = importlib.import_module("''' + MODULE + r'''.core.model.kinematics")
+        rotations = importlib.import_module("''' + MODULE + r'''.core.model.rotations")
         robot = robot_module.load_robot("arm6")
         goal = robot.zero_configuration() + 0.3
         pose = kinematics.link_pose(robot, goal, robot.tool_point)
@@ -109,7 +109,7 @@ INSTALL_SCRIPT = textwrap.dedent(
 
 
 def _solvers_in_package() -> bool:
-    return (ROOT / "kinema_nodes" / "core" / "solvers" / "__init__.py").is_file()
+    return (ROOT / "kinema_nodes" / "core" / "solve" / "__init__.py").is_file()
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +180,7 @@ def test_bundled_robot_imports_as_a_rig_in_the_installed_extension(installed):
     assert installed["armatures"], "no armature was created"
 
 
-@pytest.mark.skipif(not _solvers_in_package(), reason="kinema_nodes.core.solvers does not exist yet (issue 3)")
+@pytest.mark.skipif(not _solvers_in_package(), reason="kinema_nodes.core.solve does not exist yet (issue 3)")
 def test_installed_extension_solves_ik_with_pyroki_from_the_bundled_wheels(installed):
     solve = installed["solve"]
     assert solve["backend"] == "pyroki", solve
@@ -189,7 +189,7 @@ def test_installed_extension_solves_ik_with_pyroki_from_the_bundled_wheels(insta
     assert solve["position_error"] < 1e-4
 
 
-@pytest.mark.skipif(not _solvers_in_package(), reason="kinema_nodes.core.solvers does not exist yet (issue 3)")
+@pytest.mark.skipif(not _solvers_in_package(), reason="kinema_nodes.core.solve does not exist yet (issue 3)")
 def test_installed_extension_falls_back_to_numpy_when_jax_is_absent(built_zip, tmp_path):
     report = _install(built_zip, tmp_path, "nojax", "solve")
     assert report["install_result"] == ["FINISHED"] and report["tree_registered"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinema_nodes.core.graph import GraphSpec, LinkSpec, NodeSpec, downstream_chain, validate
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.program import FrameInputs, compile_program
+from kinema_nodes.core.graph.spec import GraphSpec, LinkSpec, NodeSpec, downstream_chain, validate
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.graph.program import FrameInputs, compile_program
 
 
 def reach_graph(rig="arm", control_exists=True, backend="numpy", extra_nodes=(), extra_links=()):

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kinema_nodes.core.graph import GraphSpec, LinkSpec, NodeSpec, validate
-from kinema_nodes.core.program import compile_program
+from kinema_nodes.core.graph.spec import GraphSpec, LinkSpec, NodeSpec, validate
+from kinema_nodes.core.graph.program import compile_program
 
 KINDS = ("robot", "ik_target", "solver", "swivel", "configuration", "bake", "link_switch")
 SOCKETS = {
@@ -81,9 +81,9 @@ EDITS = st.lists(
 def test_random_edits_never_raise_never_write_nan_and_show_errors_on_the_nodes(blender_session, edits):
     bpy = blender_session
     from kinema_nodes import evaluator
-    from kinema_nodes.groups import node_by_path
-    from kinema_nodes.importer import import_urdf
-    from kinema_nodes.rig import read_joint_values, robot_for_rig
+    from kinema_nodes.blender.groups import node_by_path
+    from kinema_nodes.blender.build import import_urdf
+    from kinema_nodes.blender.rig import read_joint_values, robot_for_rig
 
     bpy.ops.wm.read_homefile(use_empty=True)
     evaluator.forget_all()

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.rotations import rotation_angle_between
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import rotation_angle_between
 
 ARM6 = [0.3, -1.2, 1.4, -0.8, 1.2, 0.3]
 
 
 def _import(bpy, name):
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender.build import import_urdf
 
     rig = import_urdf(bpy.context, name)
     bpy.context.view_layer.objects.active = rig
@@ -24,13 +24,13 @@ def _import(bpy, name):
 
 
 def _robot(rig):
-    from kinema_nodes.rig import robot_for_rig
+    from kinema_nodes.blender.rig import robot_for_rig
 
     return robot_for_rig(rig)
 
 
 def _pose(bpy, rig, q):
-    from kinema_nodes.rig import write_joint_values
+    from kinema_nodes.blender.rig import write_joint_values
 
     write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
     bpy.context.view_layer.update()
@@ -67,7 +67,7 @@ def _solver(tree, rig, backend="NUMPY"):
 def _two_arms_sharing_one_group(bpy):
     """Two arm6 rigs in one tree (both at the origin); each aims through a Group node using the
     same group, whose IK Target follows one empty."""
-    from kinema_nodes.groups import add_group_node, group_nodes
+    from kinema_nodes.blender.groups import add_group_node, group_nodes
 
     first, second = _import(bpy, "arm6"), _import(bpy, "arm6")
     for rig in (first, second):
@@ -101,8 +101,8 @@ def _goal_for(bpy, goal, rig, link, q):
 
 def test_making_a_group_keeps_the_graph_and_its_behaviour(blender):
     from kinema_nodes import evaluator
-    from kinema_nodes.groups import group_nodes
-    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.blender.groups import group_nodes
+    from kinema_nodes.blender.edit import add_ik_target
 
     bpy = blender
     rig = _import(bpy, "arm6")
@@ -148,7 +148,7 @@ def test_a_group_used_twice_and_edited_once_changes_both(blender):
 
 def test_groups_nest_and_flatten_to_one_graph(blender):
     from kinema_nodes import evaluator
-    from kinema_nodes.groups import group_nodes
+    from kinema_nodes.blender.groups import group_nodes
 
     bpy = blender
     tree, rigs, groups, solvers, goal = _two_arms_sharing_one_group(bpy)
@@ -218,9 +218,9 @@ def test_groups_survive_save_and_reload(blender, tmp_path):
 def test_a_group_saved_as_a_preset_applies_to_another_robot_and_is_an_asset(blender, tmp_path, monkeypatch):
     """A group holding an IK Target (aimed at the arm6's elbow) and its Solver, saved as a
     preset: its Robot input becomes the preset's Robot node; on arm7 the elbow role is link4."""
-    from kinema_nodes.groups import group_nodes
-    from kinema_nodes.ik_panel import add_ik_target
-    from kinema_nodes.presets_ui import apply_preset, save_tree_as_preset
+    from kinema_nodes.blender.groups import group_nodes
+    from kinema_nodes.blender.edit import add_ik_target
+    from kinema_nodes.blender.presets import apply_preset, save_tree_as_preset
 
     monkeypatch.setenv("KINEMA_NODES_PRESET_DIR", str(tmp_path))
     bpy = blender
@@ -249,7 +249,7 @@ def test_a_group_saved_as_a_preset_applies_to_another_robot_and_is_an_asset(blen
 
 def test_a_preset_refuses_to_replace_a_tree_that_drives_other_rigs_too(blender):
     from kinema_nodes.core.presets import PresetError
-    from kinema_nodes.presets_ui import apply_preset
+    from kinema_nodes.blender.presets import apply_preset
 
     bpy = blender
     tree, rigs, _, _, _ = _two_arms_sharing_one_group(bpy)
@@ -266,8 +266,8 @@ def test_a_preset_refuses_to_replace_a_tree_that_drives_other_rigs_too(blender):
 
 def test_ungrouping_restores_the_same_graph(blender):
     from kinema_nodes import evaluator
-    from kinema_nodes.groups import group_nodes, ungroup
-    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.blender.groups import group_nodes, ungroup
+    from kinema_nodes.blender.edit import add_ik_target
 
     bpy = blender
     rig = _import(bpy, "arm6")

@@ -5,34 +5,34 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kinema_nodes.core.graph import GraphSpec, LinkSpec, NodeSpec
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.program import FrameInputs, compile_program
-from kinema_nodes.core.rotations import rotation_angle_between
+from kinema_nodes.core.graph.spec import GraphSpec, LinkSpec, NodeSpec
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.graph.program import FrameInputs, compile_program
+from kinema_nodes.core.model.rotations import rotation_angle_between
 
 ARM6_START = [0.2, -1.2, 1.2, -0.5, 0.5, 0.0]
 
 
 def _import(bpy, name):
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender.build import import_urdf
 
     return import_urdf(bpy.context, name)
 
 
 def _robot(rig):
-    from kinema_nodes.rig import robot_for_rig
+    from kinema_nodes.blender.rig import robot_for_rig
 
     return robot_for_rig(rig)
 
 
 def _joints(rig):
-    from kinema_nodes.rig import read_joint_values
+    from kinema_nodes.blender.rig import read_joint_values
 
     return read_joint_values(rig, _robot(rig))
 
 
 def _pose(rig, q):
-    from kinema_nodes.rig import write_joint_values
+    from kinema_nodes.blender.rig import write_joint_values
 
     write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
 
@@ -43,7 +43,7 @@ def _settle(bpy):
 
 
 def _add_target(bpy, rig, link=None):
-    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.blender.edit import add_ik_target
 
     bpy.context.view_layer.objects.active = rig
     tree, target, solver = add_ik_target(bpy.context, rig, link, backend="NUMPY")
@@ -140,7 +140,7 @@ def test_link_switch_by_value_in_core(robots):
 
 
 def test_rail_is_held_by_hand_and_the_arm_reaches_from_where_it_is(blender):
-    from kinema_nodes.rig import set_joint_value
+    from kinema_nodes.blender.rig import set_joint_value
 
     bpy = blender
     rig = _import(bpy, "rail_arm6")
@@ -184,7 +184,8 @@ def test_aiming_at_the_flange_takes_the_finger_out_of_the_chain(blender):
 
 def test_panel_operators_run_through_bpy_ops(blender):
     """The buttons of the Configuration, Elbow Swivel and Hand-off sections, as Blender calls them."""
-    from kinema_nodes.ik_sections import _found, swivel_nodes
+    from kinema_nodes.ui.ik_sections import _found
+    from kinema_nodes.blender.edit import swivel_nodes
 
     bpy = blender
     rig = _import(bpy, "arm7")
@@ -208,7 +209,7 @@ def test_panel_operators_run_through_bpy_ops(blender):
 
 
 def test_elbow_swivel_refuses_an_arm_without_a_spare_joint(blender):
-    from kinema_nodes.ik_sections import add_elbow_swivel
+    from kinema_nodes.blender.edit import add_elbow_swivel
 
     bpy = blender
     rig = _import(bpy, "arm6")

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.errors import KinemaError
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.meshes import check_robot_meshes, load_mesh_arrays
-from kinema_nodes.core.robot import MAX_LINKS, load_robot, robot_folders
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.meshes import check_robot_meshes, load_mesh_arrays
+from kinema_nodes.core.model.robot import MAX_LINKS, load_robot, robot_folders
 
 LIMIT = '<limit lower="-1" upper="1" effort="1" velocity="1"/>'
 GOOD_STL = (

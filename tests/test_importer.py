@@ -9,9 +9,9 @@ import trimesh
 import yourdfpy
 from conftest import real_robot_path
 
-from kinema_nodes import rig
+from kinema_nodes.blender import rig
 from kinema_nodes.core.errors import KinemaError
-from kinema_nodes.core.rotations import rotation_angle_between
+from kinema_nodes.core.model.rotations import rotation_angle_between
 
 #: Prismatic + mimic (panda), 6-axis arms (ur5, kinova), a 7-axis arm (xarm7), two humanoids.
 FK_ROBOTS = ("panda", "ur5", "kinova", "xarm7", "talos", "g1")
@@ -19,7 +19,7 @@ CONFIGURATIONS = 200
 
 
 def _import(bpy, name_or_path, **options):
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender.build import import_urdf
 
     return import_urdf(bpy.context, name_or_path, **options)
 
@@ -68,7 +68,7 @@ def test_bones_match_yourdfpy_fk_after_save_and_reload(blender, tmp_path, name):
 
 
 def test_rest_pose_is_the_zero_configuration(blender, robots):
-    from kinema_nodes.core.kinematics import link_poses
+    from kinema_nodes.core.model.kinematics import link_poses
 
     obj = _import(blender, "ur5")
     robot = robots("ur5")
@@ -111,7 +111,7 @@ def test_mesh_and_vertex_counts_match_trimesh(blender, robots, name):
 def test_meshes_sit_in_their_link_frame(blender, robots):
     robot = robots("panda")
     obj = _import(blender, "panda")
-    from kinema_nodes.core.kinematics import link_poses
+    from kinema_nodes.core.model.kinematics import link_poses
 
     q = robot.random_configurations(1, np.random.default_rng(2))[0]
     rig.write_joint_values(obj, robot, q)
@@ -193,7 +193,7 @@ def test_operator_imports_through_bpy_ops(blender):
     obj = bpy.context.view_layer.objects.active
     assert rig.is_rig(obj) and obj.data.kinema.robot_name == "ur5"
     assert not [c for c in obj.children if ".collision" in c.name]
-    from kinema_nodes import operators
+    from kinema_nodes.ui import operators
 
     assert operators._menu_import in bpy.types.TOPBAR_MT_file_import._dyn_ui_initialize()  # File > Import > URDF
     for panel in ("KINEMA_PT_robot", "KINEMA_PT_joints"):
@@ -220,7 +220,7 @@ def test_import_twice_gives_independent_rigs_sharing_meshes(blender, robots):
     bpy.data.objects.remove(first, do_unlink=True)
     robot_again = rig.robot_for_rig(second)
     rig.write_joint_values(second, robot_again, q)
-    from kinema_nodes.core.kinematics import link_poses
+    from kinema_nodes.core.model.kinematics import link_poses
 
     matrices = _bone_matrices(bpy, second, robot_again.links)
     np.testing.assert_allclose(matrices, link_poses(robot_again, q), atol=2e-6)

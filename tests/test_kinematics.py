@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import yourdfpy
 
-from kinema_nodes.core.kinematics import jacobian, link_pose, link_poses
-from kinema_nodes.core.robot import find_urdf, load_robot
-from kinema_nodes.core.rotations import rotation_angle_between, rotation_log
+from kinema_nodes.core.model.kinematics import jacobian, link_pose, link_poses
+from kinema_nodes.core.model.robot import find_urdf, load_robot
+from kinema_nodes.core.model.rotations import rotation_angle_between, rotation_log
 
 FK_ROBOTS = ("panda", "ur5", "kinova", "xarm7", "talos", "g1", "arm7", "rail_arm6")
 

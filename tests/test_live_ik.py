@@ -12,32 +12,32 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.rotations import rotation_angle_between
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import rotation_angle_between
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def _import(bpy, name):
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender.build import import_urdf
 
     return import_urdf(bpy.context, name)
 
 
 def _robot(rig):
-    from kinema_nodes.rig import robot_for_rig
+    from kinema_nodes.blender.rig import robot_for_rig
 
     return robot_for_rig(rig)
 
 
 def _joints(rig):
-    from kinema_nodes.rig import read_joint_values
+    from kinema_nodes.blender.rig import read_joint_values
 
     return read_joint_values(rig, _robot(rig))
 
 
 def _pose(rig, q):
-    from kinema_nodes.rig import write_joint_values
+    from kinema_nodes.blender.rig import write_joint_values
 
     write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
 
@@ -49,7 +49,7 @@ def _settle(bpy):
 
 
 def _add_target(bpy, rig, link=None, backend="NUMPY"):
-    from kinema_nodes.ik_panel import add_ik_target
+    from kinema_nodes.blender.edit import add_ik_target
 
     bpy.context.view_layer.objects.active = rig
     tree, target, solver = add_ik_target(bpy.context, rig, link, backend=backend)

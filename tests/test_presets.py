@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kinema_nodes.core.graph import GraphSpec, LinkSpec, NodeSpec
-from kinema_nodes.core.kinematics import link_pose
+from kinema_nodes.core.graph.spec import GraphSpec, LinkSpec, NodeSpec
+from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.presets import PresetError, bind, load_preset, make_preset, preset_from_json, save_preset
 from kinema_nodes.core.roles import infer_roles, resolve_roles
-from kinema_nodes.core.rotations import rotation_angle_between
+from kinema_nodes.core.model.rotations import rotation_angle_between
 
 SHIPPED = Path(__file__).resolve().parent.parent / "kinema_nodes" / "presets"
 
@@ -124,7 +124,7 @@ def presets_folder(tmp_path, monkeypatch):
 
 
 def _import(bpy, name):
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender.build import import_urdf
 
     rig = import_urdf(bpy.context, name)
     bpy.context.view_layer.objects.active = rig
@@ -132,26 +132,26 @@ def _import(bpy, name):
 
 
 def _robot(rig):
-    from kinema_nodes.rig import robot_for_rig
+    from kinema_nodes.blender.rig import robot_for_rig
 
     return robot_for_rig(rig)
 
 
 def _joints(rig):
-    from kinema_nodes.rig import read_joint_values
+    from kinema_nodes.blender.rig import read_joint_values
 
     return read_joint_values(rig, _robot(rig))
 
 
 def _pose(bpy, rig, q):
-    from kinema_nodes.rig import write_joint_values
+    from kinema_nodes.blender.rig import write_joint_values
 
     write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
     bpy.context.view_layer.update()
 
 
 def _apply(bpy, rig, name):
-    from kinema_nodes.presets_ui import apply_preset
+    from kinema_nodes.blender.presets import apply_preset
 
     bpy.context.view_layer.objects.active = rig
     tree = apply_preset(bpy.context, rig, name, backend="NUMPY")
@@ -216,8 +216,8 @@ def _start(robot, name):
 def test_a_preset_saved_on_the_panda_drives_other_arms_the_same_way(blender, presets_folder):
     """Built on the Panda with Add IK Target (aimed at its flange), saved, and applied to a UR5
     and a Kinova: on each, the flange follows a keyframed control on every frame."""
-    from kinema_nodes.ik_panel import add_ik_target
-    from kinema_nodes.presets_ui import save_tree_as_preset
+    from kinema_nodes.blender.edit import add_ik_target
+    from kinema_nodes.blender.presets import save_tree_as_preset
 
     bpy = blender
     panda = _import(bpy, "panda")
@@ -263,8 +263,8 @@ def _state(bpy):
 
 
 def test_a_preset_whose_roles_cannot_bind_says_which_and_changes_nothing(blender, presets_folder):
-    from kinema_nodes.ik_panel import add_ik_target
-    from kinema_nodes.presets_ui import apply_preset
+    from kinema_nodes.blender.edit import add_ik_target
+    from kinema_nodes.blender.presets import apply_preset
 
     bpy = blender
     panda = _import(bpy, "panda")
@@ -303,7 +303,7 @@ def test_the_apply_operator_reports_an_unbindable_preset_and_cancels(blender, pr
 def test_a_preset_builds_a_rig_tree_headless_for_the_command_line(blender, presets_folder):
     """What `kinema-nodes bake --preset NAME` does before keying its track: a tree from a
     preset by name, and the target/solver the track drives."""
-    from kinema_nodes.presets_ui import apply_preset, preset_driver
+    from kinema_nodes.blender.presets import apply_preset, preset_driver
 
     bpy = blender
     rig = _import(bpy, "arm7")
@@ -336,8 +336,8 @@ def test_a_role_set_by_hand_on_the_robot_node_binds_a_preset(blender, presets_fo
 def test_keyed_target_bone_choices_are_saved_as_roles_and_keyed_again(blender, presets_folder):
     """Key Target Bone on the Panda (tool point, then the wrist at frame 30), saved, applied to
     an xArm7: the keys step between the xArm7's tool point and wrist."""
-    from kinema_nodes.ik_panel import add_ik_target, key_target_link
-    from kinema_nodes.presets_ui import save_tree_as_preset
+    from kinema_nodes.blender.edit import add_ik_target, key_target_link
+    from kinema_nodes.blender.presets import save_tree_as_preset
 
     bpy = blender
     panda = _import(bpy, "panda")
@@ -404,7 +404,7 @@ def test_shipped_reach_with_the_tool_on_arm6(blender, presets_folder):
 def test_shipped_elbow_swivel_preset_on_arm7(blender, presets_folder):
     """Robot -> IK Target (tool point) -> Solver -> Elbow Swivel; applying it moves nothing
     (the swivel starts at the arm's own angle); the tool follows its control."""
-    from kinema_nodes.core.program import stage_function
+    from kinema_nodes.core.graph.program import stage_function
 
     bpy = blender
     rig = _import(bpy, "arm7")

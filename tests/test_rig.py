@@ -1,4 +1,4 @@
-"""The rig contract (kinema_nodes.rig) in real Blender: joint values in and out, limits,
+"""The rig contract (kinema_nodes.blender.rig) in real Blender: joint values in and out, limits,
 channels that key the right F-curves, sliders that stay in sync, data that survives a reload."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from kinema_nodes import rig
+from kinema_nodes.blender import rig
 from kinema_nodes.core.errors import KinemaError
-from kinema_nodes.core.kinematics import link_poses
+from kinema_nodes.core.model.kinematics import link_poses
 
 
 def _import(bpy, name):
-    from kinema_nodes.importer import import_urdf
+    from kinema_nodes.blender.build import import_urdf
 
     return import_urdf(bpy.context, name, collision=False)
 
@@ -218,7 +218,7 @@ SKEW_AXES_URDF = """<robot name="skew">
 
 
 def test_axes_off_the_coordinate_axes_still_move_exactly(blender, tmp_path):
-    from kinema_nodes.core.robot import load_robot
+    from kinema_nodes.core.model.robot import load_robot
 
     path = tmp_path / "skew.urdf"
     path.write_text(SKEW_AXES_URDF)

@@ -17,18 +17,10 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.errors import KinemaError
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.rotations import matrix_to_quaternion, rotation_angle_between
-from kinema_nodes.core.solvers import (
-    REASONS,
-    IKTarget,
-    SolveOptions,
-    pyroki_available,
-    solve,
-    solve_trajectory,
-    warm_up,
-)
-from kinema_nodes.core.solvers._cache import LRU
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import matrix_to_quaternion, rotation_angle_between
+from kinema_nodes.core.solve import REASONS, IKTarget, SolveOptions, pyroki_available, solve, solve_trajectory, warm_up
+from kinema_nodes.core.solve._cache import LRU
 
 BACKENDS = ("numpy", "pyroki")
 
@@ -55,7 +47,7 @@ def target_at(robot, q, link) -> IKTarget:
 def pose_error(robot, q, target: IKTarget) -> tuple[float, float]:
     pose = link_pose(robot, q, target.link)
     wanted = np.eye(4)
-    from kinema_nodes.core.rotations import quaternion_to_matrix
+    from kinema_nodes.core.model.rotations import quaternion_to_matrix
 
     wanted[:3, :3] = quaternion_to_matrix(np.array(target.wxyz))
     return float(np.linalg.norm(pose[:3, 3] - np.array(target.position))), float(rotation_angle_between(pose, wanted))
@@ -272,7 +264,7 @@ def test_pyroki_joint_order_matches_our_forward_kinematics(robots):
     """PyRoki orders joints its own way; a wrong mapping would show as a pose mismatch."""
     import jax.numpy as jnp
 
-    from kinema_nodes.core.solvers._pyroki_backend import _pyroki_robot
+    from kinema_nodes.core.solve._pyroki_backend import _pyroki_robot
 
     for name, link in (("panda", "panda_hand"), ("rail_arm6", "tool_tcp"), ("arm7", "fingertip_tcp")):
         robot = robots(name)
@@ -300,7 +292,7 @@ def test_lru_holds_its_bound():
 
 
 def test_compiled_solver_lru_holds_its_bound(robots):
-    from kinema_nodes.core.solvers import _pyroki_backend as backend
+    from kinema_nodes.core.solve import _pyroki_backend as backend
 
     panda, arm6 = robots("panda"), robots("arm6")
     backend.set_lru_size(1)
@@ -317,14 +309,14 @@ def test_warm_up_compiles_so_the_next_solve_is_cheap(robots):
     robot = robots("arm6")
     seconds = warm_up(robot, ["tool_tcp"])
     assert seconds >= 0
-    from kinema_nodes.core.solvers import _pyroki_backend as backend
+    from kinema_nodes.core.solve import _pyroki_backend as backend
 
     assert (robot.fingerprint, ("tool_tcp",)) in backend.loaded_solver_keys()
     assert warm_up(robot, ["tool_tcp"], SolveOptions(backend="numpy")) >= 0
 
 
 def test_corrupt_or_stale_export_file_is_rebuilt_not_fatal(robots):
-    from kinema_nodes.core.solvers import _pyroki_backend as backend
+    from kinema_nodes.core.solve import _pyroki_backend as backend
 
     robot = robots("arm6")
     layout = backend.Layout(robot, ("tool_tcp",))
@@ -350,8 +342,8 @@ def test_a_new_process_uses_the_export_file_without_importing_pyroki(robots, sol
     done = _run_python(
         """
         import sys
-        from kinema_nodes.core.robot import load_robot
-        from kinema_nodes.core.solvers import IKTarget, solve
+        from kinema_nodes.core.model.robot import load_robot
+        from kinema_nodes.core.solve import IKTarget, solve
         robot = load_robot("arm6")
         result = solve(robot, IKTarget("tool_tcp", (0.4, 0.1, 0.4), (0, 1, 0, 0)), robot.mid_configuration())
         print(result.backend, result.converged, "pyroki" in sys.modules)
@@ -367,8 +359,8 @@ def test_with_jax_hidden_the_numpy_backend_serves_and_says_why(tmp_path):
         """
         import sys
         sys.modules["jax"] = None  # as if JAX were not installed
-        from kinema_nodes.core.robot import load_robot
-        from kinema_nodes.core.solvers import IKTarget, pyroki_available, solve, warm_up
+        from kinema_nodes.core.model.robot import load_robot
+        from kinema_nodes.core.solve import IKTarget, pyroki_available, solve, warm_up
         robot = load_robot("panda")
         result = solve(robot, IKTarget("panda_hand", (0.4, 0.1, 0.5), (0, 1, 0, 0)), robot.mid_configuration())
         print(result.backend, result.converged)
@@ -390,7 +382,7 @@ def test_with_jax_hidden_the_numpy_backend_serves_and_says_why(tmp_path):
 def test_tracking_a_smooth_path_stays_on_its_branch(robots, backend):
     """Live IK and bake: each frame seeded from the previous answer follows the arm smoothly
     (the true path moves at most 0.02 rad per frame), with no branch flip and no 2 pi jump."""
-    from kinema_nodes.core.solvers._bench import tracking_cases
+    from kinema_nodes.core.solve._bench import tracking_cases
 
     robot = robots("panda")
     _, truth, trajectory = tracking_cases(robot, "panda_hand", 150, seed=11)

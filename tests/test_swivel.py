@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinema_nodes.core.kinematics import link_pose
-from kinema_nodes.core.rotations import matrix_to_quaternion, rotation_angle_between
-from kinema_nodes.core.solvers import IKTarget, SolveOptions
-from kinema_nodes.core.swivel import has_spare_joint, set_swivel, swivel_angle, swivel_geometry, wrap
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import matrix_to_quaternion, rotation_angle_between
+from kinema_nodes.core.solve import IKTarget, SolveOptions
+from kinema_nodes.core.stages.swivel import has_spare_joint, set_swivel, swivel_angle, swivel_geometry, wrap
 
 ARM7_START = np.array([0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.0])
 HELD = frozenset({"finger_joint"})
@@ -56,10 +56,10 @@ def test_swivel_saturates_at_a_joint_limit_and_says_so(robots):
 
 
 def test_elbow_swivel_ring_swings_the_elbow_in_blender_while_the_tool_holds(blender):
-    from kinema_nodes.ik_panel import add_ik_target
-    from kinema_nodes.ik_sections import add_elbow_swivel
-    from kinema_nodes.importer import import_urdf
-    from kinema_nodes.rig import read_joint_values, robot_for_rig, write_joint_values
+    from kinema_nodes.blender.edit import add_ik_target
+    from kinema_nodes.blender.edit import add_elbow_swivel
+    from kinema_nodes.blender.build import import_urdf
+    from kinema_nodes.blender.rig import read_joint_values, robot_for_rig, write_joint_values
 
     bpy = blender
     rig = import_urdf(bpy.context, "arm7")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .kinematics import link_pose
-from .program import FrameInputs, Program, SolverStep, pose_to_target
-from .robot import RobotModel
-from .rotations import matrix_to_quaternion, quaternion_to_matrix, rotation_angle_between
+from .model.kinematics import link_pose
+from .graph.program import FrameInputs, Program, SolverStep, pose_to_target
+from .model.robot import RobotModel
+from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, rotation_angle_between
 
 #: A joint closer than this fraction of its range to either limit is flagged.
 LIMIT_MARGIN = 0.01
@@ -280,7 +280,7 @@ _scans: dict = {}
 def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInputs]) -> str | None:
     """None when the frames can be solved as one batch (PyRoki, no stage after the solver, a
     usable control and a known link on every frame); else why not."""
-    from .program import stage_function
+    from .graph.program import stage_function
 
     if step.backend != "pyroki":
         return f"the {step.backend} backend solves frame by frame"
@@ -294,7 +294,7 @@ def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInput
         for target in step.targets:
             if program.resolve_link(target, frame_input) not in step.robot.links:
                 return f"an unknown link on frame {frame_input.frame:g}"
-    from .solvers._pyroki_backend import jax_available
+    from .solve._pyroki_backend import jax_available
 
     ok, reason = jax_available()
     return None if ok else reason
@@ -349,7 +349,7 @@ def _check_against_single_solve(robot, links, positions, wxyz, weights, start, o
     from the backend's, the first frame would differ from a plain `solve`. Raise, so the bake
     falls back to frame-by-frame solving instead of keying nonsense."""
     from .errors import KinemaError
-    from .solvers import IKTarget, solve
+    from .solve import IKTarget, solve
 
     goals = [IKTarget(link, tuple(positions[t]), tuple(wxyz[t]), *weights[t]) for t, link in enumerate(links)]
     single = solve(robot, goals, start.astype(float), options)
@@ -367,10 +367,10 @@ def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[Fr
     a single live solve would be. Call only when `batch_reason` is None."""
     import time as _time
 
-    from .program import summarise
-    from .solvers import IKTarget, SolveResult, solve
-    from .solvers._chain import problem_for
-    from .solvers._pyroki_backend import solver_for
+    from .graph.program import summarise
+    from .solve import IKTarget, SolveResult, solve
+    from .solve._chain import problem_for
+    from .solve._pyroki_backend import solver_for
 
     robot = step.robot
     count = len(inputs)

@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import KinemaError
-from .graph import NODE_KINDS, GraphSpec, LinkSpec, NodeSpec
-from .robot import RobotModel
+from .graph.spec import NODE_KINDS, GraphSpec, LinkSpec, NodeSpec
+from .model.robot import RobotModel
 from .roles import ROLES, RoleBinding, arm_joints, resolve_roles
 
 FORMAT_VERSION = 1

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .robot import RobotModel
+from .model.robot import RobotModel
 
 #: Every role, in the order they are listed and matched (a link that fills several roles is
 #: saved under the first).

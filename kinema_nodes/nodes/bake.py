@@ -54,7 +54,7 @@ class KinemaBakeNode(SolutionNode, bpy.types.Node):
 
 def draw_report(node, layout, limit: int = 6) -> None:
     """Counts and the flagged frames of the last bake."""
-    from ..baking import frame_ranges
+    from ..blender.baking import frame_ranges
 
     for rig_name, report in node.report().items():
         column = layout.column(align=True)

@@ -31,7 +31,7 @@ class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
 def key_configuration_index(node, frame: float, index: int | None = None) -> None:
     """Key the node's configuration index at `frame`, stepped (CONSTANT): a change of index
     never passes through the configurations in between."""
-    from ..animation import key_stepped
+    from ..blender.animation import key_stepped
 
     if index is not None:
         node.configuration_index = index

@@ -30,7 +30,7 @@ class KinemaGroupNode(bpy.types.NodeCustomGroup):
         self.width = 180
 
     def update(self):
-        from ..groups import sync_sockets
+        from ..blender.groups import sync_sockets
 
         sync_sockets(self)
 
@@ -49,7 +49,7 @@ class KinemaGroupNode(bpy.types.NodeCustomGroup):
     # program instead of stored, so one edit of the group shows on every user.
     @property
     def kinema_error(self) -> str:
-        from ..groups import group_problems
+        from ..blender.groups import group_problems
 
         return group_problems(self)
 

@@ -2,7 +2,7 @@
 
 import bpy
 
-from ..core.graph import NodeSpec
+from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, _dirty
 
 TOOL_POINT = "Tool point"
@@ -103,7 +103,7 @@ def is_link_animated(target) -> bool:
     animation = target.id_data.animation_data
     if animation is None or animation.action is None:
         return False
-    from ..animation import node_fcurve
+    from ..blender.animation import node_fcurve
 
     return node_fcurve(target, "link_index") is not None
 
@@ -113,8 +113,8 @@ def switch_target_link(context, rig, target, link: str, key: bool | None = None)
     pose first, then the choice is set (and keyed, stepped, when `key` or when the choice is
     already keyed). Returns the link."""
     from .. import evaluator
-    from ..ik_panel import key_target_link, snap_to_tool
-    from ..rig import robot_for_rig
+    from ..blender.edit import key_target_link, snap_to_tool
+    from ..blender.rig import robot_for_rig
 
     robot = robot_for_rig(rig)
     link = robot.check_link(link)
@@ -146,13 +146,13 @@ class KINEMA_OT_switch_target_bone(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        from ..ik_panel import active_rig
+        from ..blender.edit import active_rig
 
         return active_rig(context) is not None
 
     def execute(self, context):
         from ..core.errors import KinemaError
-        from ..ik_panel import active_rig, rig_tree, target_nodes
+        from ..blender.edit import active_rig, rig_tree, target_nodes
 
         rig = active_rig(context)
         tree = rig_tree(rig)

@@ -8,7 +8,7 @@ in between.
 
 import bpy
 
-from ..core.graph import NodeSpec
+from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, _dirty
 
 MODE_ITEMS = [
@@ -58,7 +58,7 @@ class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
 
     def link_at(self, frame: float) -> str | None:
         """The link chosen at `frame` (the same rule the compiled program uses)."""
-        from ..core.program import _link_switch
+        from ..core.graph.program import _link_switch
 
         return _link_switch(self.to_spec())(frame)
 

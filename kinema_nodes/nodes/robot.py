@@ -2,7 +2,7 @@
 
 import bpy
 
-from ..core.graph import NodeSpec
+from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, _dirty
 
 
@@ -52,7 +52,7 @@ class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
         return {item.role: item.link for item in self.role_overrides if item.link}
 
     def to_spec(self) -> NodeSpec:
-        from ..rig import is_rig
+        from ..blender.rig import is_rig
 
         rig = self.rig
         return NodeSpec.make(self.name, "robot", rig=rig.name if rig else "", rig_is_armature=bool(rig) and is_rig(rig))
@@ -61,7 +61,7 @@ class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
 def draw_roles(node, layout):
     """The robot's roles for presets: inferred ones, and the ones set by hand (editable)."""
     from ..core.roles import ROLE_LABELS, resolve_roles
-    from ..rig import is_rig, robot_for_rig
+    from ..blender.rig import is_rig, robot_for_rig
 
     box = layout.box()
     box.label(text="Roles (for presets)")

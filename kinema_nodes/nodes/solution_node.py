@@ -1,7 +1,7 @@
 """Shared shape of the nodes that take a Solution: Swivel, Configuration-Select, Bake."""
 
-from ..core.graph import NodeSpec
-from ..core.program import PASSTHROUGH_NOTE, stage_function
+from ..core.graph.spec import NodeSpec
+from ..core.graph.program import PASSTHROUGH_NOTE, stage_function
 from ..tree import KinemaTreeNode
 
 

@@ -3,7 +3,7 @@
 import bpy
 
 from ..core.defaults import DEFAULT_SOLVE_BUDGET_MS
-from ..core.graph import NodeSpec
+from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, _dirty
 
 BACKEND_ITEMS = [
@@ -57,7 +57,7 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     def effective_budget_ms(self) -> float:
         if self.use_own_budget:
             return self.budget_ms
-        from ..preferences import preferences
+        from ..ui.preferences import preferences
 
         prefs = preferences()
         return prefs.solve_budget_ms if prefs else DEFAULT_SOLVE_BUDGET_MS

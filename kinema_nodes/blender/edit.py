@@ -1,0 +1,347 @@
+"""blender.edit"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from .. import evaluator
+pass  # (import now local)
+from . import baking
+
+
+IK_COLLECTION = "IK"
+
+
+KINEMA_COLLECTION = "Kinema"
+
+
+def active_rig(context):
+    from .rig import is_rig
+
+    obj = context.active_object
+    return obj if is_rig(obj) else None
+
+
+def rig_tree(rig):
+    return getattr(rig, "kinema_tree", None)
+
+
+def solver_nodes(tree):
+    return [n for n in tree.nodes if n.bl_idname == "KinemaSolverNode"] if tree else []
+
+
+def target_nodes(tree, rig=None):
+    """IK Target nodes of a tree, inside node groups too."""
+    from .groups import all_nodes
+
+    nodes = [n for n in all_nodes(tree) if n.bl_idname == "KinemaIKTargetNode"] if tree else []
+    if rig is not None:
+        nodes = [n for n in nodes if n.robot_rig() == rig]
+    return nodes
+
+
+def _set_mode(context, rig, mode: str) -> str:
+    previous = rig.mode
+    if context.view_layer.objects.active != rig:
+        context.view_layer.objects.active = rig
+    rig.select_set(True)
+    if rig.mode != mode:
+        bpy.ops.object.mode_set(mode=mode)
+    return previous
+
+
+def _ik_collection(armature, visible: bool = True):
+    collections = armature.collections_all
+    parent = collections.get(KINEMA_COLLECTION) or armature.collections.new(KINEMA_COLLECTION)
+    ik = collections.get(IK_COLLECTION) or armature.collections.new(IK_COLLECTION, parent=parent)
+    if visible:
+        ik.is_visible = True
+        parent.is_visible = True
+    return ik
+
+
+def add_control_bone(context, rig, robot, link: str) -> str:
+    """A control bone at `link`'s current pose, parented to the rig's root (never into the arm)."""
+    from ..core.model.kinematics import link_pose
+    from .rig import read_joint_values
+
+    pose = link_pose(robot, read_joint_values(rig, robot), link)
+    previous = _set_mode(context, rig, "EDIT")
+    try:
+        bones = rig.data.edit_bones
+        name = f"IK_{link}"
+        bone = bones.new(name)
+        name = bone.name  # made unique by Blender
+        length = max(0.05, 0.5 * max(b.length for b in bones if b.name != name)) if len(bones) > 1 else 0.1
+        bone.head = (0.0, 0.0, 0.0)
+        bone.tail = (0.0, length, 0.0)
+        bone.matrix = _matrix(pose)
+        bone.parent = bones.get(robot.root_link)
+        bone.use_deform = False
+        _ik_collection(rig.data).assign(bone)
+    finally:
+        _set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+    pose_bone = rig.pose.bones[name]
+    pose_bone.lock_scale = (True, True, True)
+    pose_bone.rotation_mode = "QUATERNION"
+    return name
+
+
+def _matrix(array):
+    from mathutils import Matrix
+
+    return Matrix(np.asarray(array, dtype=float).tolist())
+
+
+def ensure_tree(rig):
+    """The rig's tree with a Robot node and a Solver node, made if missing."""
+    tree = rig_tree(rig)
+    if tree is None:
+        tree = bpy.data.node_groups.new(f"Kinema {rig.name}", "KinemaNodeTree")
+        tree.use_fake_user = True
+        rig.kinema_tree = tree
+    robot_node = next((n for n in tree.nodes if n.bl_idname == "KinemaRobotNode" and n.rig == rig), None)
+    if robot_node is None:
+        robot_node = tree.nodes.new("KinemaRobotNode")
+        robot_node.rig = rig
+        robot_node.location = (-400, 0)
+    solver = next(iter(solver_nodes(tree)), None)
+    if solver is None:
+        solver = tree.nodes.new("KinemaSolverNode")
+        solver.location = (200, 0)
+        solver.live = True
+    return tree, robot_node, solver
+
+
+def add_ik_target(context, rig, link: str | None = None, backend: str | None = None):
+    """What Add IK Target does; returns (tree, target node, solver node). Leaves the pose as it was."""
+    from .rig import robot_for_rig
+
+    robot = robot_for_rig(rig)
+    link = robot.check_link(link or robot.tool_point)
+    tree, robot_node, solver = ensure_tree(rig)
+    if backend:
+        solver.backend = backend
+    bone = add_control_bone(context, rig, robot, link)
+    target = tree.nodes.new("KinemaIKTargetNode")
+    target.location = (-100, -200 * len(target_nodes(tree)))
+    target.control_object = rig
+    target.control_bone = bone
+    target.link_name = link
+    tree.links.new(robot_node.outputs["Robot"], target.inputs["Robot"])
+    tree.links.new(target.outputs["Target"], solver.inputs["Targets"])
+    solver.live = True
+    evaluator.mark_dirty(tree)
+    return tree, target, solver
+
+
+def snap_to_tool(rig, target) -> None:
+    """Put the control back on the link it aims at (the "resynchronise" button)."""
+    from ..core.model.kinematics import link_pose
+    from .rig import read_joint_values, robot_for_rig
+
+    robot = robot_for_rig(rig)
+    pose = link_pose(robot, read_joint_values(rig, robot), target.link_at_frame(robot))
+    control = target.control_object
+    if control is None:
+        return
+    if target.control_bone:
+        bone = control.pose.bones[target.control_bone]
+        if control == rig:
+            bone.matrix = _matrix(pose)
+        else:
+            bone.matrix = control.matrix_world.inverted_safe() @ rig.matrix_world @ _matrix(pose)
+    else:
+        control.matrix_world = rig.matrix_world @ _matrix(pose)
+    evaluator.mark_dirty(target.id_data)
+
+
+def remove_ik_target(context, rig, target) -> None:
+    """✕: remove the target (its node and its control bone); the rig returns to plain FK."""
+    tree = target.id_data
+    bone = target.control_bone if target.control_object == rig else ""
+    tree.nodes.remove(target)
+    if bone and bone in rig.data.bones:
+        previous = _set_mode(context, rig, "EDIT")
+        try:
+            edit_bone = rig.data.edit_bones.get(bone)
+            if edit_bone is not None:
+                rig.data.edit_bones.remove(edit_bone)
+        finally:
+            _set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+    if not target_nodes(tree):
+        rig.kinema_tree = None
+        bpy.data.node_groups.remove(tree)
+    else:
+        evaluator.mark_dirty(tree)
+
+
+def key_target_link(target, robot, link: str, frame: float) -> None:
+    """Key the target's link choice at `frame`, stepped."""
+    from .animation import key_stepped
+
+    target.link_index = robot.links.index(robot.check_link(link)) + 1
+    key_stepped(target, "link_index", frame)
+    evaluator.mark_dirty(target.id_data)
+
+
+#: Find Solutions' found set per rig (the panel's ◀ ▶ steps through it).
+_found: dict[str, dict] = {}
+
+RING_SHAPE = "Kinema Swivel Ring"
+
+
+def _first_target(rig):
+    targets = target_nodes(rig_tree(rig), rig)
+    return targets[0] if targets else None
+
+
+def _goals_and_options(rig, target, robot):
+    """The IK goals the solver sees for the rig's targets now, and matching options."""
+    from ..core.graph.program import pose_to_target
+    from ..core.solve import IKTarget, SolveOptions
+
+    tree = rig_tree(rig)
+    goals = []
+    for node in target_nodes(tree, rig):
+        pose = evaluator.control_pose(node, rig)
+        if pose is None:
+            continue
+        position, wxyz = pose_to_target(pose)
+        goals.append(IKTarget(node.link_at_frame(robot), tuple(position), tuple(wxyz), node.position_weight, node.rotation_weight))
+    solver = solver_nodes(tree)[0]
+    held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p) if solver.hold_prismatic else frozenset()
+    options = SolveOptions(backend="numpy", position_tolerance=max(solver.position_tolerance, 1e-6),
+                           rotation_tolerance=max(solver.rotation_tolerance, 1e-6), held_joints=held)
+    return goals, options
+
+
+def find_solutions(context, rig) -> dict:
+    """What Find Solutions does: every distinct configuration for the rig's targets now."""
+    from ..core.stages.configurations import find_configurations
+    from .rig import read_joint_values, robot_for_rig
+
+    robot = robot_for_rig(rig)
+    target = _first_target(rig)
+    if target is None:
+        raise ValueError("this rig has no IK target")
+    goals, options = _goals_and_options(rig, target, robot)
+    current = read_joint_values(rig, robot)
+    configurations = find_configurations(robot, goals, current, options, hold_prismatic=False)
+    index = next((i for i, c in enumerate(configurations) if c.current), 0)
+    state = {"configurations": configurations, "index": index, "link": goals[0].link if goals else ""}
+    _found[rig.name] = state
+    return state
+
+
+def step_configuration(rig, step: int) -> int:
+    """◀ ▶: apply the next (or previous) found configuration by writing joint values only."""
+    from ..core.stages.configurations import step_index
+    from .rig import robot_for_rig, write_joint_values
+
+    state = _found.get(rig.name)
+    if not state or not state["configurations"]:
+        raise ValueError("click Find Solutions first")
+    index = step_index(len(state["configurations"]), state["index"], step)
+    write_joint_values(rig, robot_for_rig(rig), state["configurations"][index].joints)
+    state["index"] = index
+    return index
+
+
+def _ring_shape():
+    """A unit circle in the bone's XZ plane (round its Y axis), shared by every ring."""
+    shape = bpy.data.objects.get(RING_SHAPE)
+    if shape is not None:
+        return shape
+    angles = np.linspace(0, 2 * np.pi, 48, endpoint=False)
+    vertices = [(float(np.cos(a)), 0.0, float(np.sin(a))) for a in angles]
+    edges = [(i, (i + 1) % len(vertices)) for i in range(len(vertices))]
+    mesh = bpy.data.meshes.new(RING_SHAPE)
+    mesh.from_pydata(vertices, edges, [])
+    return bpy.data.objects.new(RING_SHAPE, mesh)
+
+
+def swivel_nodes(tree):
+    return [n for n in tree.nodes if n.bl_idname == "KinemaSwivelNode"] if tree else []
+
+
+def add_elbow_swivel(context, rig, target=None):
+    """What Add Elbow Swivel does: a ring bone on the shoulder-to-wrist line (in Kinema/IK,
+    parented to the rig's root, kept on the line by constraints as the arm moves) whose Y
+    rotation is the swivel angle, set to the arm's current angle so nothing moves, and a Swivel
+    node wired after the Solver. Returns (node, bone name)."""
+    from ..core.stages.swivel import has_spare_joint, swivel_geometry
+    from .rig import read_joint_values, robot_for_rig
+
+    robot = robot_for_rig(rig)
+    target = target or _first_target(rig)
+    if target is None:
+        raise ValueError("add an IK target first")
+    tree = target.id_data
+    solver = solver_nodes(tree)[0]
+    held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p) if solver.hold_prismatic else frozenset()
+    link = target.link_at_frame(robot)
+    if not has_spare_joint(robot, link, held):
+        raise ValueError(f"the chain to '{link}' has no spare joint: its elbow cannot swing")
+    geometry = swivel_geometry(robot, link, read_joint_values(rig, robot), held)
+    shoulder, axis, angle = geometry["shoulder"], geometry["axis"], float(geometry["angle"])
+    from ..core.stages.swivel import _reference
+
+    reference, _ = _reference(axis[None])
+    length = 0.5 * float(np.linalg.norm(geometry["wrist"] - shoulder))
+    previous = _set_mode(context, rig, "EDIT")
+    try:
+        bones = rig.data.edit_bones
+        bone = bones.new("IK_swivel")
+        name = bone.name
+        bone.head = tuple(shoulder)
+        bone.tail = tuple(shoulder + axis * length)
+        bone.align_roll(tuple(np.cross(reference[0], axis)))  # bone X = the swivel's zero direction
+        bone.parent = bones.get(robot.root_link)
+        bone.use_deform = False
+        _ik_collection(rig.data).assign(bone)
+    finally:
+        _set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+    ring = rig.pose.bones[name]
+    ring.rotation_mode = "XYZ"
+    ring.lock_location = (True, True, True)
+    ring.lock_rotation = (True, False, True)
+    ring.lock_scale = (True, True, True)
+    ring.rotation_euler = (0.0, angle, 0.0)
+    ring.custom_shape = _ring_shape()
+    # Keep the ring on the shoulder-to-wrist line as the arm moves (display only: the angle is
+    # read from the ring's own Y rotation, which these constraints leave alone).
+    from ..core.stages.swivel import swivel_links
+
+    shoulder_link, _, wrist_link = swivel_links(robot, link, held)
+    follow = ring.constraints.new("COPY_LOCATION")
+    follow.target, follow.subtarget = rig, shoulder_link
+    aim = ring.constraints.new("DAMPED_TRACK")
+    aim.target, aim.subtarget, aim.track_axis = rig, wrist_link, "TRACK_Y"
+    node = next(iter(swivel_nodes(tree)), None)
+    if node is None:
+        node = tree.nodes.new("KinemaSwivelNode")
+        node.location = (solver.location.x + 250, solver.location.y)
+        followers = [(link.to_node, link.to_socket) for link in solver.outputs["Solution"].links]
+        for to_node, to_socket in followers:
+            tree.links.new(node.outputs["Solution"], to_socket)
+        tree.links.new(solver.outputs["Solution"], node.inputs["Solution"])
+    node.swivel_angle = angle
+    node.ring_object = rig
+    node.ring_bone = name
+    evaluator.mark_dirty(tree)
+    return node, name
+
+
+def ensure_bake_node(tree, scene=None):
+    """The tree's Bake node, added after its first solver (range: the scene's) if missing."""
+    node = baking.bake_node_of(tree)
+    if node is None:
+        node = tree.nodes.new("KinemaBakeNode")
+        solver = next(iter(solver_nodes(tree)), None)
+        if solver is not None:
+            node.location = (solver.location.x + 250, solver.location.y)
+            tree.links.new(solver.outputs["Solution"], node.inputs["Solution"])
+        scene = scene or bpy.context.scene
+        node.frame_start, node.frame_end = scene.frame_start, scene.frame_end
+    return node

@@ -1,0 +1,43 @@
+"""Frame-change and depsgraph handlers: run the Kinema trees. Persistent, so they survive
+file loads; they do nothing but call the evaluator."""
+
+import bpy
+from bpy.app.handlers import persistent
+
+from .. import evaluator
+
+
+@persistent
+def on_frame_change(scene, depsgraph=None):
+    evaluator.run_all(scene)
+
+
+@persistent
+def on_depsgraph_update(scene, depsgraph=None):
+    evaluator.run_all(scene)
+
+
+@persistent
+def on_load(*_args):
+    evaluator.forget_all()
+
+
+HANDLERS = (
+    (bpy.app.handlers.frame_change_post, on_frame_change),
+    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
+    (bpy.app.handlers.load_post, on_load),
+)
+
+CLASSES = ()
+
+
+def register():
+    for handler_list, function in HANDLERS:
+        if function not in handler_list:
+            handler_list.append(function)
+
+
+def unregister():
+    for handler_list, function in HANDLERS:
+        while function in handler_list:
+            handler_list.remove(function)

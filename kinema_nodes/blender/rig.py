@@ -1,0 +1,389 @@
+"""The rig contract: how joint values live on an imported armature.
+
+One bone per URDF link, named as the link, whose rest matrix is the link's pose at zero joint
+values. Each movable joint moves its child link's bone through ONE channel:
+
+- a revolute/continuous joint whose axis is a coordinate axis of the link frame (nearly every
+  real robot) turns an Euler channel (`rotation_euler[k]`, mode XYZ); the axis' sign is folded
+  into the channel's scale, so `channel = scale * joint value`;
+- a prismatic joint on a coordinate axis slides `location[k]`;
+- any other axis turns the angle of an AXIS_ANGLE rotation whose axis is fixed to the joint's
+  (`rotation_axis_angle[0]`), or, for a slide, a `kinema_slide` property that drives the
+  three location channels.
+
+All other channels are locked. Mimic joints are driven from their source joint's channel, so
+they follow sliders, keys and solvers alike. The evaluator, the Joints panel and Bake all go
+through the functions here: `read_joint_values`, `write_joint_values`, `joint_channel`,
+`key_joint_values`, `robot_for_rig`.
+
+The rig carries its URDF text (and where it came from) in the armature data, so a saved
+.blend is self-contained; `robot_for_rig` rebuilds the RobotModel from it, cached by hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..core.errors import KinemaError
+from ..core.model.robot import Joint, RobotModel, robot_from_urdf_text
+
+#: Channel data paths, by kind.
+EULER, LOCATION, AXIS_ANGLE, SLIDE = "rotation_euler", "location", "rotation_axis_angle", "kinema_slide"
+#: How many floats each channel has per pose bone (for foreach_get/foreach_set).
+_CHANNEL_WIDTH = {EULER: 3, LOCATION: 3, AXIS_ANGLE: 4}
+
+#: Name of the rig's bone collections.
+COLLECTION_ROOT, COLLECTION_JOINTS, COLLECTION_TOOL_POINTS, COLLECTION_IK = "Kinema", "Joints", "Tool Points", "IK"
+
+
+@dataclass(frozen=True)
+class JointChannel:
+    """The one F-curve channel that shows a joint: `value = scale * q[source]`."""
+
+    joint: str
+    bone: str
+    data_path: str
+    index: int
+    scale: float
+    source: int  # index of the actuated joint in the configuration vector
+    driven: bool  # a mimic joint: driven from its source's channel, never keyed
+
+
+def _axis_index(axis: np.ndarray) -> int | None:
+    """k when the unit axis is exactly +-e_k, else None."""
+    k = int(np.argmax(np.abs(axis)))
+    others = np.delete(axis, k)
+    return k if np.all(others == 0.0) else None
+
+
+def _channel_for(robot: RobotModel, joint: Joint) -> JointChannel:
+    multiplier = joint.mimic.multiplier if joint.mimic else 1.0
+    source = robot.joint_index(joint.mimic.joint if joint.mimic else joint.name)
+    k = _axis_index(joint.axis)
+    if k is not None:
+        path = LOCATION if joint.type == "prismatic" else EULER
+        return JointChannel(joint.name, joint.child, path, k, float(np.sign(joint.axis[k]) * multiplier), source, joint.mimic is not None)
+    path = SLIDE if joint.type == "prismatic" else AXIS_ANGLE
+    return JointChannel(joint.name, joint.child, path, 0, float(multiplier), source, joint.mimic is not None)
+
+
+def joint_channels(robot: RobotModel) -> list[JointChannel]:
+    """Every movable joint's channel (actuated first-in-tree-order, mimics included), cached."""
+    cached = robot.__dict__.get("_kinema_channels")
+    if cached is None:
+        cached = [_channel_for(robot, joint) for joint in robot.joints if joint.is_movable]
+        robot.__dict__["_kinema_channels"] = cached
+        robot.__dict__["_kinema_channel_by_joint"] = {c.joint: c for c in cached}
+    return cached
+
+
+def joint_channel(robot: RobotModel, joint_name: str) -> tuple[str, str, int, float]:
+    """(bone name, data path, array index, scale) of the F-curve that keys a joint.
+
+    The channel holds `scale * value`; for a mimic joint, value is its source joint's value.
+    """
+    joint_channels(robot)
+    channel = robot.__dict__["_kinema_channel_by_joint"].get(joint_name)
+    if channel is None:
+        movable = [c.joint for c in joint_channels(robot)]
+        raise KinemaError(f"unknown movable joint '{joint_name}'; movable joints: {', '.join(movable)}")
+    return channel.bone, channel.data_path, channel.index, channel.scale
+
+
+def actuated_channels(robot: RobotModel) -> list[JointChannel]:
+    """Channels of the actuated joints, in configuration-vector order."""
+    cached = robot.__dict__.get("_kinema_actuated_channels")
+    if cached is None:
+        by_joint = {c.joint: c for c in joint_channels(robot)}
+        cached = [by_joint[name] for name in robot.actuated_joint_names]
+        robot.__dict__["_kinema_actuated_channels"] = cached
+    return cached
+
+
+# ---- the robot a rig carries ---------------------------------------------------------------
+
+_ROBOT_CACHE: OrderedDict[str, RobotModel] = OrderedDict()
+_ROBOT_CACHE_SIZE = 16
+
+
+def urdf_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def is_rig(obj) -> bool:
+    """An armature object made by the importer."""
+    return obj is not None and obj.type == "ARMATURE" and bool(obj.data.kinema.urdf_text)
+
+
+def robot_for_rig(obj) -> RobotModel:
+    """The RobotModel of a rig, rebuilt from the URDF text the rig carries (cached by hash)."""
+    if not is_rig(obj):
+        raise KinemaError(f"'{getattr(obj, 'name', obj)}' is not a Kinema robot rig (import a URDF first)")
+    settings = obj.data.kinema
+    key = settings.urdf_hash or urdf_hash(settings.urdf_text)
+    key = f"{key}|{settings.urdf_path}"
+    robot = _ROBOT_CACHE.get(key)
+    if robot is None:
+        robot = robot_from_urdf_text(settings.urdf_text, settings.urdf_path or f"{settings.robot_name}.urdf")
+        _ROBOT_CACHE[key] = robot
+        while len(_ROBOT_CACHE) > _ROBOT_CACHE_SIZE:
+            _ROBOT_CACHE.popitem(last=False)
+    else:
+        _ROBOT_CACHE.move_to_end(key)
+    return robot
+
+
+def remember_robot(obj, robot: RobotModel) -> None:
+    """Seed the cache with a robot the importer already built, so the first frame is free."""
+    settings = obj.data.kinema
+    _ROBOT_CACHE[f"{settings.urdf_hash}|{settings.urdf_path}"] = robot
+
+
+# ---- reading and writing joint values --------------------------------------------------------
+
+def _bone_indices(obj, channels: list[JointChannel]) -> np.ndarray:
+    names = obj.pose.bones.keys()
+    index = {name: i for i, name in enumerate(names)}
+    try:
+        return np.array([index[c.bone] for c in channels], dtype=np.int64)
+    except KeyError as exc:
+        raise KinemaError(f"rig '{obj.name}' has no bone {exc}; re-import the robot") from None
+
+
+def _channel_groups(channels: list[JointChannel]):
+    """{data path: positions in `channels`} for the batched paths."""
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(channels):
+        groups.setdefault(c.data_path, []).append(i)
+    return groups
+
+
+def read_joint_values(obj, robot: RobotModel) -> np.ndarray:
+    """The configuration vector the rig shows (robot.actuated_joint_names order), radians/metres."""
+    channels = actuated_channels(robot)
+    q = np.zeros(len(channels))
+    if not channels:
+        return q
+    bones = obj.pose.bones
+    indices = _bone_indices(obj, channels)
+    count = len(bones)
+    for path, positions in _channel_groups(channels).items():
+        if path == SLIDE:
+            for i in positions:
+                q[i] = getattr(bones[int(indices[i])], SLIDE) / channels[i].scale
+            continue
+        width = _CHANNEL_WIDTH[path]
+        values = np.empty(count * width, dtype=np.float32)
+        bones.foreach_get(path, values)
+        values = values.reshape(count, width).astype(float)
+        for i in positions:
+            c = channels[i]
+            q[i] = values[indices[i], c.index] / c.scale
+    return q
+
+
+def clamp_to_limits(robot: RobotModel, q: np.ndarray) -> np.ndarray:
+    """q moved inside the joint limits (continuous joints are left as they are)."""
+    return np.clip(q, robot.lower, robot.upper)
+
+
+def write_joint_values(obj, robot: RobotModel, q) -> np.ndarray:
+    """Pose the rig at configuration q (clamped to the limits); returns what was written.
+
+    Refuses non-finite values rather than ever putting a NaN on a bone.
+    """
+    channels = actuated_channels(robot)
+    q = np.asarray(q, dtype=float)
+    if q.shape != (len(channels),):
+        raise KinemaError(f"expected {len(channels)} joint values for '{robot.name}', got shape {q.shape}")
+    if not np.all(np.isfinite(q)):
+        bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(q))]
+        raise KinemaError(f"refusing non-finite joint values for {', '.join(bad)}")
+    q = clamp_to_limits(robot, q)
+    if not channels:
+        return q
+    bones = obj.pose.bones
+    indices = _bone_indices(obj, channels)
+    count = len(bones)
+    for path, positions in _channel_groups(channels).items():
+        if path == SLIDE:
+            for i in positions:
+                setattr(bones[int(indices[i])], SLIDE, channels[i].scale * q[i])
+            continue
+        width = _CHANNEL_WIDTH[path]
+        values = np.empty(count * width, dtype=np.float32)
+        bones.foreach_get(path, values)
+        values = values.reshape(count, width)
+        for i in positions:
+            c = channels[i]
+            values[indices[i], c.index] = c.scale * q[i]
+        bones.foreach_set(path, values.ravel())
+    obj.update_tag()
+    return q
+
+
+def set_joint_value(obj, robot: RobotModel, joint_name: str, value: float) -> float:
+    """One actuated joint (clamped); returns the value written."""
+    q = read_joint_values(obj, robot)
+    q[robot.joint_index(joint_name)] = value
+    return float(write_joint_values(obj, robot, q)[robot.joint_index(joint_name)])
+
+
+def key_joint_values(obj, robot: RobotModel, frame: float) -> int:
+    """Keyframe every actuated joint's channel at `frame`; returns the number of keys."""
+    bones = obj.pose.bones
+    keyed = 0
+    for c in actuated_channels(robot):
+        bone = bones.get(c.bone)
+        if bone is None:
+            raise KinemaError(f"rig '{obj.name}' has no bone '{c.bone}'; re-import the robot")
+        index = -1 if c.data_path == SLIDE else c.index
+        if bone.keyframe_insert(c.data_path, index=index, frame=frame, group=c.bone):
+            keyed += 1
+    return keyed
+
+
+def tool_point(obj) -> str:
+    """The link the rig's IK aims at by default."""
+    return obj.data.kinema.tool_point
+
+
+# ---- what the rig stores (registered by importer.register) ------------------------------------
+
+JOINT_TYPES = [
+    ("NONE", "Fixed", "No joint moves this bone"),
+    ("revolute", "Revolute", ""),
+    ("continuous", "Continuous", ""),
+    ("prismatic", "Prismatic", ""),
+    ("fixed", "Fixed", ""),
+    ("floating", "Floating (held rigid)", ""),
+    ("planar", "Planar (held rigid)", ""),
+]
+
+
+class KinemaBoneJoint(bpy.types.PropertyGroup):
+    """The joint that moves this bone, as imported (kept with the bone in the .blend)."""
+
+    joint: bpy.props.StringProperty(name="Joint", description="URDF joint whose child link this bone is")
+    joint_type: bpy.props.EnumProperty(name="Type", items=JOINT_TYPES, default="NONE")
+    axis: bpy.props.FloatVectorProperty(name="Axis", size=3, description="Joint axis in the link frame")
+    lower: bpy.props.FloatProperty(name="Lower Limit", default=float("-inf"))
+    upper: bpy.props.FloatProperty(name="Upper Limit", default=float("inf"))
+    actuated: bpy.props.BoolProperty(name="Actuated", description="Has its own value (movable and not a mimic)")
+    mimic_joint: bpy.props.StringProperty(name="Mimics")
+    data_path: bpy.props.StringProperty(name="Channel", description="Pose bone property that holds the joint value")
+    index: bpy.props.IntProperty(name="Channel Index")
+    scale: bpy.props.FloatProperty(name="Channel Scale", default=1.0)
+
+
+class KinemaRigSettings(bpy.types.PropertyGroup):
+    """The robot an armature is a rig of: its URDF text travels inside the .blend."""
+
+    robot_name: bpy.props.StringProperty(name="Robot")
+    urdf_text: bpy.props.StringProperty(name="URDF", description="The URDF this rig was imported from")
+    urdf_path: bpy.props.StringProperty(name="URDF Path", subtype="FILE_PATH")
+    urdf_hash: bpy.props.StringProperty(name="URDF Hash")
+    fingerprint: bpy.props.StringProperty(name="Kinematic Fingerprint")
+    tool_point: bpy.props.StringProperty(name="Tool Point", description="Link the IK aims at by default")
+
+
+def _slider_get(pose_bone, kinds: tuple[str, ...]) -> float:
+    settings = pose_bone.bone.kinema
+    if settings.joint_type not in kinds or not settings.actuated:
+        return 0.0
+    if settings.data_path == SLIDE:
+        raw = getattr(pose_bone, SLIDE)
+    else:
+        raw = getattr(pose_bone, settings.data_path)[settings.index]
+    return raw / settings.scale
+
+
+def _slider_set(pose_bone, value: float, kinds: tuple[str, ...]) -> None:
+    settings = pose_bone.bone.kinema
+    if settings.joint_type not in kinds or not settings.actuated or not np.isfinite(value):
+        return
+    value = min(max(value, settings.lower), settings.upper)
+    if settings.data_path == SLIDE:
+        setattr(pose_bone, SLIDE, settings.scale * value)
+    else:
+        channel = getattr(pose_bone, settings.data_path)
+        channel[settings.index] = settings.scale * value
+
+
+def _angle_get(self):
+    return _slider_get(self, ("revolute", "continuous"))
+
+
+def _angle_set(self, value):
+    _slider_set(self, value, ("revolute", "continuous"))
+
+
+def _millimetres_get(self):
+    return _slider_get(self, ("prismatic",)) * 1000.0
+
+
+def _millimetres_set(self, value):
+    _slider_set(self, value / 1000.0, ("prismatic",))
+
+
+def _slider_range(settings) -> tuple[float, float]:
+    if settings.joint_type == "continuous" or not (np.isfinite(settings.lower) and np.isfinite(settings.upper)):
+        return -np.pi, np.pi
+    return settings.lower, settings.upper
+
+
+def _range_get(self):
+    settings = self.bone.kinema
+    if not settings.actuated:
+        return 0.0
+    lower, upper = _slider_range(settings)
+    if upper <= lower:
+        return 0.5
+    return float(min(max((_slider_get(self, (settings.joint_type,)) - lower) / (upper - lower), 0.0), 1.0))
+
+
+def _range_set(self, fraction):
+    settings = self.bone.kinema
+    lower, upper = _slider_range(settings)
+    _slider_set(self, lower + fraction * (upper - lower), (settings.joint_type,))
+
+
+def register_properties() -> None:
+    bpy.types.Bone.kinema = bpy.props.PointerProperty(type=KinemaBoneJoint)
+    bpy.types.Armature.kinema = bpy.props.PointerProperty(type=KinemaRigSettings)
+    # The Joints panel's sliders: views of the bone channel, so slider and rig never disagree.
+    bpy.types.PoseBone.kinema_angle = bpy.props.FloatProperty(
+        name="Joint Angle", description="This joint's angle (clamped to its limits)", subtype="ANGLE",
+        get=_angle_get, set=_angle_set, options=set(), precision=2, step=100,
+    )
+    bpy.types.PoseBone.kinema_millimetres = bpy.props.FloatProperty(
+        name="Joint Position (mm)", description="This slide's position in millimetres (clamped to its limits)",
+        get=_millimetres_get, set=_millimetres_set, options=set(), precision=2, step=100,
+    )
+    # A slider spanning exactly the joint's limits (a property's own range cannot differ per
+    # bone, so this one is the fraction of the range; the number field beside it is exact).
+    bpy.types.PoseBone.kinema_range = bpy.props.FloatProperty(
+        name="Joint Range", description="Where this joint is between its lower and upper limit",
+        subtype="FACTOR", min=0.0, max=1.0, get=_range_get, set=_range_set, options=set(), precision=2,
+    )
+    bpy.types.PoseBone.kinema_slide = bpy.props.FloatProperty(
+        name="Slide", description="A slide along an axis that is not a coordinate axis (drives location)",
+        subtype="DISTANCE", unit="LENGTH",
+    )
+
+
+def unregister_properties() -> None:
+    for owner, name in (
+        (bpy.types.PoseBone, "kinema_slide"), (bpy.types.PoseBone, "kinema_range"), (bpy.types.PoseBone, "kinema_millimetres"),
+        (bpy.types.PoseBone, "kinema_angle"), (bpy.types.Armature, "kinema"), (bpy.types.Bone, "kinema"),
+    ):
+        if hasattr(owner, name):
+            delattr(owner, name)
+
+
+CLASSES = (KinemaBoneJoint, KinemaRigSettings)

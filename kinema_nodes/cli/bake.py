@@ -1,0 +1,270 @@
+"""`kinema-nodes bake` and `kinema-nodes demo`: the headless main job.
+
+`bake` imports the robot, builds the node tree the panel would (Robot -> IK Target -> Solver ->
+Bake) with a control whose animation comes from the CSV, bakes it through the evaluator (the
+same `baking.BakeJob` as Bake to Keyframes) with a progress bar on the terminal, turns Live IK
+off (the shot no longer needs the solver) and saves the file. `demo` writes such a CSV for a
+bundled robot — the tool tracing a figure-eight, then a hand-off to the elbow — and runs it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .common import emit, parse_joint_values
+from ..core.errors import KinemaError
+from .report import draw_report
+from .csv_files import TargetTrack, read_targets_csv, write_joints_csv
+
+
+# ---- the targets CSV --------------------------------------------------------------------------
+
+
+# ---- building the scene -------------------------------------------------------------------------
+
+def key_control(bpy, rig, target, track: TargetTrack) -> None:
+    """Key the control bone so its armature-space pose is the track's pose on each frame (in bulk)."""
+    from ..blender.baking import _channelbag, _fcurve, write_keys
+    from ..core.model.rotations import matrix_to_quaternion, quaternion_to_matrix
+
+    bone = rig.pose.bones[target.control_bone]
+    rest = np.array(bone.bone.matrix_local, dtype=float)
+    if bone.parent is not None:
+        parent_pose = np.array(bone.parent.matrix, dtype=float)
+        parent_rest = np.array(bone.parent.bone.matrix_local, dtype=float)
+        rest = parent_pose @ np.linalg.inv(parent_rest) @ rest  # where the bone sits with an identity basis
+    poses = np.tile(np.eye(4), (len(track.frames), 1, 1))
+    poses[:, :3, :3] = quaternion_to_matrix(track.wxyz)
+    poses[:, :3, 3] = track.positions
+    local = np.linalg.inv(rest) @ poses
+    quaternions = matrix_to_quaternion(local)
+    for i in range(1, len(quaternions)):  # keep neighbours on one hemisphere so keys blend the short way
+        if np.dot(quaternions[i], quaternions[i - 1]) < 0:
+            quaternions[i] = -quaternions[i]
+    bag = _channelbag(rig)
+    frames = track.frames.astype(float)
+    name = bone.name.replace("\\", "\\\\").replace('"', '\\"')
+    for index in range(3):
+        write_keys(_fcurve(bag, f'pose.bones["{name}"].location', index, bone.name), frames, local[:, index, 3])
+    for index in range(4):
+        write_keys(_fcurve(bag, f'pose.bones["{name}"].rotation_quaternion', index, bone.name), frames, quaternions[:, index])
+    bone.rotation_mode = "QUATERNION"
+
+
+def key_links(target, robot, track: TargetTrack, default_link: str) -> None:
+    """Key the target's link where the CSV's link column changes (stepped keys)."""
+    from ..blender.edit import key_target_link
+
+    if track.links is None:
+        return
+    previous = None
+    for frame, link in zip(track.frames, track.links):
+        link = link or default_link
+        if link != previous:
+            key_target_link(target, robot, robot.check_link(link), int(frame))
+            previous = link
+
+
+class TerminalProgress:
+    """A one-line progress bar on stderr (only when stderr is a terminal)."""
+
+    def __init__(self, label: str, stream=None):
+        self.stream = stream or sys.stderr
+        self.label = label
+        self.enabled = self.stream.isatty()
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        percent = int(100 * done / total)
+        if percent == self.last:
+            return
+        self.last = percent
+        width = 30
+        filled = width * done // total
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {percent:3d}%")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+@dataclass
+class BakeOutcome:
+    rig: object
+    tree: object
+    result: object  # baking.RigBake
+    seconds: float
+    blend: Path
+
+
+def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path, *, solver: str = "pyroki",
+               start: dict[str, float] | None = None, fps: float | None = None, speed_limit: float = 100.0,
+               progress=None, preset: str | None = None) -> BakeOutcome:
+    """Everything `bake` does in Blender: import, tree, keyed control, bake, save."""
+    from .headless import blender_output_to_stderr, headless_blender, save_blend
+
+    if not str(out).lower().endswith(".blend"):
+        raise KinemaError(f"--out '{out}' must end in .blend")
+    bpy = headless_blender()
+    from ..blender import rig as rig_module
+    from ..blender.edit import ensure_bake_node
+    from ..blender.baking import bake_tree
+    from ..blender.edit import add_ik_target
+    from ..blender.build import import_urdf
+
+    with blender_output_to_stderr():
+        rig = import_urdf(bpy.context, urdf)
+    robot = rig_module.robot_for_rig(rig)
+    link = robot.check_link(link or robot.tool_point)
+    if track.links is not None:
+        for name in {n for n in track.links if n}:
+            robot.check_link(name)
+    q = robot.configuration(start or {}, base=robot.mid_configuration())
+    rig_module.write_joint_values(rig, robot, q)
+    scene = bpy.context.scene
+    first, last = int(track.frames[0]), int(track.frames[-1])
+    scene.frame_start, scene.frame_end = first, last
+    if fps:
+        scene.render.fps, scene.render.fps_base = max(1, round(fps)), max(1, round(fps)) / fps
+    scene.frame_set(first)
+    bpy.context.view_layer.objects.active = rig
+    if preset:
+        from ..blender.presets import apply_preset, preset_driver
+
+        tree = apply_preset(bpy.context, rig, preset, backend=solver.upper())
+        target, solver_node = preset_driver(tree)
+        link = target.link_name or link
+    else:
+        tree, target, solver_node = add_ik_target(bpy.context, rig, link, backend=solver.upper())
+    solver_node.live = False
+    solver_node.use_own_budget, solver_node.budget_ms = True, 60_000.0  # a bake is not a live frame
+    key_control(bpy, rig, target, track)
+    key_links(target, robot, track, link)
+    node = ensure_bake_node(tree, scene)
+    node.frame_start, node.frame_end, node.speed_limit = first, last, speed_limit
+    started = time.perf_counter()
+    results = bake_tree(tree, first, last, progress=progress, fps=fps)
+    seconds = time.perf_counter() - started
+    scene.frame_set(first)
+    blend = save_blend(bpy, out)
+    return BakeOutcome(rig, tree, results[0], seconds, blend)
+
+
+# ---- the report picture -------------------------------------------------------------------------
+
+
+# ---- bake ------------------------------------------------------------------------------------
+
+def add_arguments_bake(parser):
+    parser.add_argument("urdf", help="URDF file or bundled robot name")
+    parser.add_argument("--link", help="link the targets are for (default: the tool point)")
+    parser.add_argument("--targets", required=True, metavar="FILE.csv",
+                        help="frame,x,y,z,qw,qx,qy,qz[,link] per row; poses in the robot's root frame (metres); "
+                             "every frame from the first row's to the last row's is baked, between rows the control moves linearly")
+    parser.add_argument("--out", required=True, metavar="FILE.blend", help="where to save the baked Blender file")
+    parser.add_argument("--joints-out", metavar="FILE.csv", help="joint values per frame: frame, then one column per joint")
+    parser.add_argument("--report", metavar="FILE.png", help="picture: joint values over time against their limits, flagged frames marked")
+    parser.add_argument("--solver", choices=("pyroki", "numpy"), default="pyroki", help="IK backend (default pyroki)")
+    parser.add_argument("--start", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="joint values to start from (default: the middle of each range)")
+    parser.add_argument("--fps", type=float, help="frames per second for the speed check (default: the scene's, 24)")
+    parser.add_argument("--speed-limit", type=float, default=100.0, metavar="PERCENT",
+                        help="flag joints faster than this share of their URDF velocity limit (default 100)")
+    parser.add_argument("--preset", metavar="NAME",
+                        help="build the rig's graph from a preset (name, file name or .json path) instead of "
+                             "Robot -> IK Target -> Solver; --targets keys its first IK Target")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _need_pillow() -> None:
+    """Fail before the bake, not after it, when the report picture cannot be drawn."""
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        raise KinemaError("the report picture needs Pillow: pip install pillow") from None
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def _check_output(path: str | None, suffix: str, option: str) -> None:
+    if path and not str(path).lower().endswith(suffix):
+        raise KinemaError(f"{option} '{path}' must end in {suffix}")
+
+
+def run_bake(args) -> int:
+    started = time.perf_counter()
+    _check_output(args.out, ".blend", "--out")
+    _check_output(args.joints_out, ".csv", "--joints-out")
+    _check_output(args.report, ".png", "--report")
+    if args.fps is not None and not (math.isfinite(args.fps) and args.fps > 0):
+        raise KinemaError(f"--fps must be a positive number, got {args.fps}")
+    if not (math.isfinite(args.speed_limit) and args.speed_limit > 0):
+        raise KinemaError(f"--speed-limit must be a positive percentage, got {args.speed_limit}")
+    if args.report:
+        _need_pillow()
+    track = read_targets_csv(args.targets)
+    start = parse_joint_values(args.start)
+    outcome = bake_track(args.urdf, args.link, track, args.out, solver=args.solver, start=start, fps=args.fps,
+                         speed_limit=args.speed_limit, progress=TerminalProgress("baking"), preset=args.preset)
+    payload, text = finish_outputs(outcome, args.joints_out, args.report, started)
+    emit(args, payload, text)
+    return 0
+
+
+def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float, title: str = "") -> tuple[dict, str]:
+    result = outcome.result
+    robot = result.solution.robot
+    report = result.report
+    if joints_out:
+        write_joints_csv(Path(joints_out), robot.actuated_joint_names, result.solution.frames, result.solution.joints)
+    if report_png:
+        draw_report(report_png, robot, result, title or f"{robot.name}: baked joints against their limits")
+    payload = {
+        "frames": report.frames,
+        "converged": report.converged,
+        "max_position_error": _finite(report.max_position_error),
+        "max_rotation_error": _finite(report.max_rotation_error),
+        "flagged": report.flagged,
+        "seconds": round(time.perf_counter() - started, 3),
+        "bake_seconds": round(outcome.seconds, 3),
+        "robot": robot.name,
+        "out": str(outcome.blend),
+        "joints_out": str(Path(joints_out).resolve()) if joints_out else None,
+        "report": str(Path(report_png).resolve()) if report_png else None,
+        "keyed_joints": result.keyed_joints,
+        "solver": sorted(result.solution.backends),
+        "checks": {k: v for k, v in report.to_dict().items() if k in ("not_converged", "near_limit", "too_fast", "flips")},
+    }
+    from ..blender.baking import frame_ranges
+
+    lines = [
+        (f"baked {report.frames} frames of {robot.name} in {outcome.seconds:.2f} s: {report.converged} converged, "
+         f"worst {report.max_position_error * 1000:.4f} mm / {math.degrees(report.max_rotation_error):.4f}°"),
+        f"saved {outcome.blend}",
+    ]
+    if report.flagged:
+        for frame_list, words in ((report.not_converged, "not converged"), (list(report.near_limit), "near a limit"),
+                                  (list(report.too_fast), "too fast"), (report.flips, "branch flips")):
+            if frame_list:
+                lines.append(f"flagged, {words}: frames {frame_ranges(frame_list)}")
+    else:
+        lines.append("no frames flagged")
+    if joints_out:
+        lines.append(f"joints written to {joints_out}")
+    if report_png:
+        lines.append(f"report picture {report_png}")
+    return payload, "\n".join(lines)
+
+
+# ---- demo ------------------------------------------------------------------------------------
+
+

@@ -1,0 +1,100 @@
+"""cli.headless"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from ..core.errors import KinemaError
+
+
+_REGISTERED = False
+
+
+def headless_blender(empty_file: bool = True):
+    """The bpy module with Kinema Nodes registered (once per process) and, by default, an empty file."""
+    global _REGISTERED
+    # Blender logs start-up notes (colour management, ...) as it imports and loads its first file.
+    with _silenced():
+        try:
+            import bpy
+        except ImportError:
+            bpy = None
+        if bpy is not None:
+            if not _REGISTERED and not hasattr(bpy.types.Armature, "kinema"):
+                from .. import register
+
+                register()
+            _REGISTERED = True
+            if empty_file:
+                bpy.ops.wm.read_homefile(use_empty=True)
+    if bpy is None:
+        raise KinemaError("this command needs Blender's Python module: pip install bpy (see the README)")
+    return bpy
+
+
+@contextlib.contextmanager
+def _silenced():
+    """Blender's start-up log lines go nowhere: stdout is the answer, stderr is for one-line errors."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def blender_output_to_stderr():
+    """Blender prints progress on the process's stdout; keep stdout for the command's answer."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def blend_path(path: str | Path) -> Path:
+    """An --out argument as an absolute .blend path (checked before any work is done)."""
+    path = Path(path).resolve()
+    if path.suffix.lower() != ".blend":
+        raise KinemaError(f"--out '{path}' must end in .blend")
+    return path
+
+
+def save_blend(bpy, path: str | Path) -> Path:
+    """Save the open file to `path` (folders made as needed); a clear error when it cannot be written."""
+    path = blend_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise KinemaError(f"cannot create folder for '{path}': {exc.strerror or exc}") from None
+    try:
+        with blender_output_to_stderr():
+            bpy.ops.wm.save_as_mainfile(filepath=str(path), check_existing=False, compress=True)
+    except RuntimeError as exc:
+        raise KinemaError(f"cannot save '{path}': {str(exc).strip().splitlines()[-1]}") from None
+    return path
+
+
+def parse_resolution(text: str) -> tuple[int, int]:
+    """A --resolution argument, WIDTHxHEIGHT, as two pixel counts."""
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise KinemaError(f"--resolution '{text}' is not WIDTHxHEIGHT") from None
+    if not (16 <= width <= 8192 and 16 <= height <= 8192):
+        raise KinemaError(f"--resolution '{text}' is outside 16..8192 pixels")
+    return width, height

@@ -1,0 +1,93 @@
+"""`kinema-nodes solve` and `kinema-nodes bench`: the IK solvers from the command line.
+
+Kept out of cli.py so `info` and `fk` never import the solvers (or JAX).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import emit, parse_joint_values
+from ..core.errors import KinemaError
+
+SOLVERS = ("pyroki", "numpy")
+
+
+def _add_common(parser) -> None:
+    parser.add_argument("urdf", help="URDF file or bundled robot name")
+    parser.add_argument("--link", help="target link (default: the tool point)")
+    parser.add_argument("--solver", choices=SOLVERS, default="pyroki", help="solver backend (default pyroki)")
+    parser.add_argument("--hold", nargs="*", default=[], metavar="JOINT", help="joints that keep their start value")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_arguments_solve(parser) -> None:
+    _add_common(parser)
+    parser.add_argument("--target", nargs=7, type=float, required=True, metavar=("X", "Y", "Z", "QW", "QX", "QY", "QZ"),
+                        help="target pose in the root frame: position (m) and quaternion (w x y z)")
+    parser.add_argument("--start", nargs="*", default=[], metavar="NAME=VALUE", help="start configuration (default: zero)")
+    parser.add_argument("--cold", action="store_true", help="no useful start: try several seeds")
+    parser.add_argument("--budget-ms", type=float, default=None, help="time budget per solve (default 33)")
+
+
+def run_solve(args) -> int:
+    from ..core.model.robot import load_robot
+    from ..core.solve import IKTarget, SolveOptions, solve
+
+    robot = load_robot(args.urdf, check_meshes=False)
+    link = robot.check_link(args.link or robot.tool_point)
+    start = robot.configuration(parse_joint_values(args.start))
+    options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=frozenset(args.hold))
+    if args.budget_ms is not None:
+        options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=frozenset(args.hold), budget_ms=args.budget_ms)
+    values = args.target
+    result = solve(robot, IKTarget(link, tuple(values[:3]), tuple(values[3:])), start, options)
+    payload = {
+        "link": link,
+        "joints": dict(zip(robot.actuated_joint_names, (float(v) for v in result.joints))),
+        "converged": result.converged,
+        "reason": result.reason,
+        "position_error": result.position_error,
+        "rotation_error": result.rotation_error,
+        "iterations": result.iterations,
+        "ms": result.ms,
+        "backend": result.backend,
+        "fallback_reason": result.fallback_reason,
+    }
+    summary = (f"{link}: {result.reason}  (position error {result.position_error * 1000:.4f} mm, "
+               f"rotation error {np.degrees(result.rotation_error):.5f} deg, {result.iterations} iterations, "
+               f"{result.ms:.2f} ms, {result.backend})")
+    lines = [summary]
+    if result.fallback_reason:
+        lines.append(f"note: NumPy solver used: {result.fallback_reason}")
+    lines += [f"  {name:<28} {value: .6f}" for name, value in payload["joints"].items()]
+    emit(args, payload, "\n".join(lines))
+    return 0
+
+
+def add_arguments_bench(parser) -> None:
+    _add_common(parser)
+    parser.add_argument("--n", type=int, default=1000, help="number of targets (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--mode", choices=("cold", "tracking"), default="cold", help="cold: seed from mid-limits; tracking: from the previous frame")
+
+
+def run_bench(args) -> int:
+    from ..core.model.robot import load_robot
+    from ..core.solve._bench import run_benchmark
+
+    if args.n < 1:
+        raise KinemaError(f"--n must be at least 1, got {args.n}")
+    robot = load_robot(args.urdf, check_meshes=False)
+    link = robot.check_link(args.link or robot.tool_point)
+    for name in args.hold:
+        robot.joint_index(name)
+    report = run_benchmark(robot, link, n=args.n, seed=args.seed, solver=args.solver, mode=args.mode, held=frozenset(args.hold))
+    text = (
+        f"{report['robot']} -> {link}, {report['mode']}, {report['backend']}, N={report['n']}, seed {report['seed']}\n"
+        f"success {report['success_rate'] * 100:.2f} % (1e-5), {report['success_rate_practical'] * 100:.2f} % (1 mm, 0.01 rad)\n"
+        f"ms: median {report['median_ms']:.3f}  p95 {report['p95_ms']:.3f}  p99 {report['p99_ms']:.3f}  max {report['max_ms']:.3f}\n"
+        f"first call {report['first_call_s']:.2f} s"
+    )
+    emit(args, report, text)
+    return 0

@@ -1,0 +1,261 @@
+"""GraphSpec -> Program: ordered solver steps, compiled once and run every frame.
+
+Compiling resolves everything structural (which robot, which targets, which solver options,
+what follows the solver). Running takes only what changes per frame (`FrameInputs`) and
+returns joint values per rig, never NaN, with the readout the panel shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .spec import GraphSpec, Problems, downstream_chain, rig_of_target, validate
+from ..model.robot import RobotModel
+from ..model.rotations import matrix_to_quaternion
+
+BACKENDS = ("pyroki", "numpy", "off")
+
+PASSTHROUGH_NOTE = {
+    "swivel": "passes the solution through (elbow swivel is not built yet)",
+    "configuration": "passes the solution through (configuration select is not built yet)",
+    "bake": "passes the solution through; bake from the panel or the CLI",
+}
+
+
+@dataclass(frozen=True)
+class TargetStep:
+    node: str
+    link: str  # the link this target aims at unless a per-frame choice or a Link input says otherwise
+    link_source: str | None  # node whose Link output feeds this target
+    position_weight: float
+    rotation_weight: float
+
+
+@dataclass
+class SolverStep:
+    node: str
+    rig: str
+    robot: RobotModel
+    targets: tuple[TargetStep, ...]
+    backend: str
+    options: object  # solvers.SolveOptions
+    passthrough: tuple[str, ...]
+    hold_prismatic: bool
+
+
+@dataclass
+class FrameInputs:
+    """What changes each frame. Poses are 4x4 in the robot's root frame (armature space)."""
+
+    frame: float
+    controls: dict[str, np.ndarray]
+    starts: dict[str, np.ndarray]
+    links: dict[str, str] = field(default_factory=dict)  # per-frame link choice per target node
+    values: dict[str, dict] = field(default_factory=dict)  # per-frame settings per node (swivel angle, configuration index)
+
+
+@dataclass
+class StepResult:
+    node: str
+    rig: str
+    joints: np.ndarray | None  # None: nothing to write (solver off, or no valid input)
+    solved_links: tuple[str, ...]
+    summary: str
+    ms: float = 0.0
+    converged: bool = False
+    result: object = None  # solvers.SolveResult when a solve ran
+
+
+def summarise(result) -> str:
+    """The readout line: "converged, 0.002 mm" or "did not converge: out of reach"."""
+    if result.converged:
+        return f"converged, {result.position_error * 1000:.3f} mm"
+    return f"did not converge: {result.reason} ({result.position_error * 1000:.2f} mm, {np.degrees(result.rotation_error):.2f}°)"
+
+
+def pose_to_target(pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 4x4 control pose -> (position, wxyz), ignoring any scale on the control."""
+    pose = np.asarray(pose, dtype=float)
+    rotation = pose[:3, :3] / np.linalg.norm(pose[:3, :3], axis=0, keepdims=True)
+    return pose[:3, 3].copy(), matrix_to_quaternion(rotation)
+
+
+class Program:
+    """A compiled graph. `run` solves each solver step for one frame."""
+
+    def __init__(self, spec: GraphSpec, steps: list[SolverStep], problems: Problems, link_switches: dict[str, object]):
+        self.spec = spec
+        self.steps = steps
+        self.problems = problems
+        self.link_switches = link_switches
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def resolve_link(self, target: TargetStep, inputs: FrameInputs) -> str:
+        if target.link_source is not None:
+            choose = self.link_switches.get(target.link_source)
+            chosen = choose(inputs.frame) if choose else None
+            if chosen:
+                return chosen
+        return inputs.links.get(target.node) or target.link
+
+    def run(self, inputs: FrameInputs, solve: Callable | None = None) -> list[StepResult]:
+        """Solve every step for one frame. `solve` defaults to `core.solvers.solve`."""
+        if not self.ok:
+            return []
+        if solve is None:
+            from ..solve import solve
+        results = []
+        for step in self.steps:
+            results.append(self.run_step(step, inputs, solve))
+        return results
+
+    def run_step(self, step: SolverStep, inputs: FrameInputs, solve: Callable | None = None) -> StepResult:
+        """Solve one solver step for one frame; `joints` is None when nothing should be written."""
+        from ..solve import IKTarget
+
+        if solve is None:
+            from ..solve import solve
+
+        robot = step.robot
+        links = tuple(self.resolve_link(t, inputs) for t in step.targets)
+        start = inputs.starts.get(step.rig)
+        if start is None or not np.all(np.isfinite(start)):
+            start = robot.zero_configuration()
+        if step.backend == "off":
+            return StepResult(step.node, step.rig, None, links, "solver off: the rig follows its FK sliders")
+        goals = []
+        for target, link in zip(step.targets, links):
+            if link not in robot.links:
+                return StepResult(step.node, step.rig, None, links, f"target '{target.node}' aims at '{link}', which this robot does not have")
+            pose = inputs.controls.get(target.node)
+            if pose is None or not np.all(np.isfinite(pose)):
+                return StepResult(step.node, step.rig, None, links, f"control of '{target.node}' has no usable pose")
+            position, wxyz = pose_to_target(pose)
+            goals.append(IKTarget(link, tuple(position), tuple(wxyz), target.position_weight, target.rotation_weight))
+        held = set(step.options.held_joints)
+        if step.hold_prismatic:
+            held |= {n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p}
+        options = _with(step.options, backend=step.backend, held_joints=frozenset(held))
+        result = solve(robot, goals, start, options)
+        joints = np.asarray(result.joints, dtype=float)
+        summary = summarise(result)
+        for name in step.passthrough:
+            stage = stage_function(self.spec.node(name).kind)
+            if stage is None:
+                continue
+            stage_input = StageInput(robot, goals, options, start, joints, result, self.spec.node(name), inputs.values.get(name, {}), solve)
+            joints, note = stage(stage_input)
+            joints = np.asarray(joints, dtype=float)
+            if note:
+                summary = f"{summary}; {note}"
+        if not np.all(np.isfinite(joints)):
+            return StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", result.ms)
+        return StepResult(step.node, step.rig, joints, links, summary, result.ms, result.converged, result)
+
+
+@dataclass
+class StageInput:
+    """What a node after the solver (swivel, configuration select) gets for one frame."""
+
+    robot: RobotModel
+    goals: list  # the IKTargets just solved
+    options: object  # SolveOptions used
+    start: np.ndarray  # where the arm was before this frame
+    joints: np.ndarray  # the solution so far
+    result: object  # the solver's SolveResult
+    node: object  # the stage node's NodeSpec (its structural params)
+    values: dict  # the stage node's per-frame values (e.g. swivel_angle, configuration_index)
+    solve: Callable  # core.solvers.solve, for stages that re-solve
+
+
+#: Node kind -> module in core that provides `apply_stage(StageInput) -> (joints, note)`.
+STAGE_MODULES = {"swivel": "swivel", "configuration": "configurations"}
+
+
+def stage_function(kind: str) -> Callable | None:
+    """The behaviour of a node after the solver, or None while it only passes through."""
+    import importlib
+
+    module_name = STAGE_MODULES.get(kind)
+    if module_name is None:
+        return None
+    module = importlib.import_module(f"..stages.{module_name}", __package__)
+    return getattr(module, "apply_stage", None)
+
+
+def _with(options, **changes):
+    from dataclasses import replace
+
+    return replace(options, **changes)
+
+
+def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
+    """Check and compile a spec. `robots` maps rig names (Robot nodes' `rig`) to their models."""
+    from ..solve import SolveOptions
+
+    problems = validate(spec)
+    for node in spec.of_kind("robot"):
+        rig = node.get("rig")
+        if rig and rig not in robots and not problems.by_node.get(node.name):
+            problems.add(node.name, f"'{rig}' is not an imported robot rig")
+    link_switches = {n.name: _link_switch(n) for n in spec.of_kind("link_switch")}
+    steps: list[SolverStep] = []
+    for solver in spec.of_kind("solver"):
+        targets: list[TargetStep] = []
+        rig = None
+        for link in spec.inputs(solver.name, "Targets"):
+            node = spec.node(link.from_node)
+            if node.kind != "ik_target":
+                problems.add(solver.name, f"'{node.name}' is not an IK Target")
+                continue
+            rig = rig_of_target(spec, node.name)
+            robot = robots.get(rig) if rig else None
+            if robot is None:
+                continue
+            sources = spec.inputs(node.name, "Link")
+            link_name = node.get("link") or robot.tool_point
+            if link_name not in robot.links:
+                problems.add(node.name, f"link '{link_name}' is not a link of robot '{rig}'")
+            targets.append(TargetStep(node.name, link_name, sources[0].from_node if sources else None,
+                                      float(node.get("position_weight", 1.0)), float(node.get("rotation_weight", 1.0))))
+        if rig is None or rig not in robots or not targets:
+            continue
+        backend = str(solver.get("backend", "pyroki")).lower()
+        if backend not in BACKENDS:
+            problems.add(solver.name, f"unknown solver '{backend}' (choose PyRoki, NumPy or Off)")
+            continue
+        options = SolveOptions(
+            backend=backend if backend != "off" else "numpy",
+            position_tolerance=float(solver.get("position_tolerance", 1e-5)),
+            rotation_tolerance=float(solver.get("rotation_tolerance", 1e-5)),
+            max_iterations=int(solver.get("max_iterations", 100)),
+            budget_ms=float(solver.get("budget_ms", 33.0)),
+        )
+        steps.append(SolverStep(solver.name, rig, robots[rig], tuple(targets), backend, options,
+                                tuple(downstream_chain(spec, solver.name)), bool(solver.get("hold_prismatic", True))))
+    return Program(spec, steps, problems, link_switches)
+
+
+def _link_switch(node) -> Callable[[float], str | None]:
+    """A Link Switch node: `ranges` is ((first, link), ...); the last range started wins.
+    `mode` "frame" (default) compares the frame; "value" compares the node's `value` (keyed or
+    driven; it is in the spec, so a change recompiles), so the choice steps either way."""
+    ranges = sorted(tuple(r) for r in (node.get("ranges") or ()))
+    by_value = str(node.get("mode", "frame")).lower() == "value"
+    value = float(node.get("value", 0.0))
+
+    def choose(frame: float) -> str | None:
+        at = value if by_value else frame
+        chosen = None
+        for first, link in ranges:
+            if at >= first:
+                chosen = link
+        return chosen
+
+    return choose

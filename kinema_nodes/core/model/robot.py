@@ -1,0 +1,625 @@
+"""The robot as the solver and the rig see it: joints, limits, links, chains, tool point.
+
+A `RobotModel` is built once from a URDF through yourdfpy and then only read. It checks
+everything the rest of the product relies on (a tree of links, finite numbers, limits on
+every revolute and prismatic joint, unit axes, meshes that exist) so that a bad file is
+refused here with one line naming the file and the problem, never later as a NaN.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import RobotFileError, UnknownNameError
+
+#: Joint types we move. floating/planar are legal URDF but have no place in an arm's chain;
+#: they are kept rigid at their origin (and reported in `RobotModel.notes`).
+MOVABLE_TYPES = ("revolute", "continuous", "prismatic")
+KNOWN_TYPES = MOVABLE_TYPES + ("fixed", "floating", "planar")
+
+#: Largest URDF we read. Real robots are well under a megabyte.
+MAX_URDF_BYTES = 32 * 1024 * 1024
+#: Any coordinate beyond this many metres is a typo or an attack, not a robot.
+MAX_COORDINATE = 1.0e6
+#: Most links (and joints) we accept. Real robots have tens, a few hundred at most; a file with
+#: thousands is generated junk or an attack on the rig builder and the solver's compiler.
+MAX_LINKS = 2000
+#: Longest attribute text we parse as numbers (a 'number' of a million digits is an attack).
+MAX_NUMBER_TEXT = 1000
+
+
+@dataclass(frozen=True)
+class Mimic:
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class Joint:
+    """One URDF joint. Angles in radians, lengths in metres; axis is a unit vector."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray  # 4x4, parent link frame -> joint frame at zero
+    axis: np.ndarray  # unit 3-vector in the joint frame
+    lower: float = -np.inf
+    upper: float = np.inf
+    velocity: float = np.inf
+    effort: float = np.inf
+    mimic: Mimic | None = None
+
+    @property
+    def is_movable(self) -> bool:
+        return self.type in MOVABLE_TYPES
+
+    @property
+    def is_actuated(self) -> bool:
+        """Has its own value in a configuration (movable and not a mimic)."""
+        return self.is_movable and self.mimic is None
+
+
+@dataclass(frozen=True)
+class MeshRef:
+    """A mesh a link shows, with the URDF's filename and the file it resolved to."""
+
+    link: str
+    role: str  # "visual" or "collision"
+    filename: str
+    path: Path
+    scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+
+@dataclass(eq=False)
+class RobotModel:
+    """A robot read from a URDF. Built by `load_robot`; treat as read-only."""
+
+    name: str
+    path: Path | None
+    links: list[str]
+    joints: list[Joint]  # tree order: a joint comes after the joint of its parent link
+    root_link: str
+    meshes: list[MeshRef] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    urdf: object = None  # the yourdfpy.URDF it came from, for geometry and materials
+    file_order: list[str] | None = None  # joint names as the file lists them
+
+    def __post_init__(self) -> None:
+        self.joint_by_name = {j.name: j for j in self.joints}
+        self.joint_of_child = {j.child: j for j in self.joints}
+        # Configuration vectors follow the file's order, as yourdfpy and ROS tools do.
+        order = self.file_order or [j.name for j in self.joints]
+        self.actuated_joints = [self.joint_by_name[n] for n in order if self.joint_by_name[n].is_actuated]
+        self.actuated_joint_names = [j.name for j in self.actuated_joints]
+        self._actuated_index = {n: i for i, n in enumerate(self.actuated_joint_names)}
+
+    # ---- configuration vectors ---------------------------------------------------------
+    @property
+    def dof(self) -> int:
+        return len(self.actuated_joints)
+
+    @cached_property
+    def lower(self) -> np.ndarray:
+        return np.array([j.lower for j in self.actuated_joints], dtype=float)
+
+    @cached_property
+    def upper(self) -> np.ndarray:
+        return np.array([j.upper for j in self.actuated_joints], dtype=float)
+
+    @cached_property
+    def velocity_limits(self) -> np.ndarray:
+        return np.array([j.velocity for j in self.actuated_joints], dtype=float)
+
+    @cached_property
+    def is_continuous(self) -> np.ndarray:
+        return np.array([j.type == "continuous" for j in self.actuated_joints], dtype=bool)
+
+    @cached_property
+    def is_prismatic(self) -> np.ndarray:
+        return np.array([j.type == "prismatic" for j in self.actuated_joints], dtype=bool)
+
+    def joint_index(self, name: str) -> int:
+        """Index of an actuated joint in a configuration vector."""
+        try:
+            return self._actuated_index[name]
+        except KeyError:
+            raise UnknownNameError("joint", name, self.actuated_joint_names) from None
+
+    def check_link(self, name: str) -> str:
+        if name not in self.links:
+            raise UnknownNameError("link", name, self.links)
+        return name
+
+    def zero_configuration(self) -> np.ndarray:
+        """All joints at zero, moved inside their limits where zero is outside them."""
+        return np.clip(np.zeros(self.dof), self.lower, self.upper)
+
+    def mid_configuration(self) -> np.ndarray:
+        """Middle of each joint's range (zero for continuous joints)."""
+        finite = np.isfinite(self.lower) & np.isfinite(self.upper)
+        return np.where(finite, 0.5 * (np.where(finite, self.lower, 0) + np.where(finite, self.upper, 0)), 0.0)
+
+    def configuration(self, values: dict[str, float] | None = None, base: np.ndarray | None = None) -> np.ndarray:
+        """A configuration vector from {joint name: value}; unnamed joints keep `base` (or zero)."""
+        q = self.zero_configuration() if base is None else np.array(base, dtype=float).copy()
+        for name, value in (values or {}).items():
+            value = float(value)
+            if not np.isfinite(value):
+                raise RobotFileError(self.path or self.name, f"joint '{name}' value {value} is not a finite number")
+            q[self.joint_index(name)] = value
+        return q
+
+    def random_configurations(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Uniform within limits; continuous joints uniform in [-pi, pi]."""
+        lo = np.where(np.isfinite(self.lower), self.lower, -np.pi)
+        hi = np.where(np.isfinite(self.upper), self.upper, np.pi)
+        return rng.uniform(lo, hi, size=(n, self.dof))
+
+    # ---- the link tree -----------------------------------------------------------------
+    def chain(self, link: str) -> list[Joint]:
+        """Joints from the root link down to `link`, in order."""
+        self.check_link(link)
+        joints = []
+        while link in self.joint_of_child:
+            joint = self.joint_of_child[link]
+            joints.append(joint)
+            link = joint.parent
+        return joints[::-1]
+
+    def chain_joint_names(self, link: str) -> list[str]:
+        """Actuated joints that move `link` (mimic joints count for their source)."""
+        names: list[str] = []
+        for joint in self.chain(link):
+            if not joint.is_movable:
+                continue
+            source = joint.mimic.joint if joint.mimic else joint.name
+            if source not in names:
+                names.append(source)
+        return [n for n in self.actuated_joint_names if n in names]
+
+    def children(self, link: str) -> list[str]:
+        return [j.child for j in self.joints if j.parent == link]
+
+    @cached_property
+    def leaf_links(self) -> list[str]:
+        parents = {j.parent for j in self.joints}
+        return [name for name in self.links if name not in parents]
+
+    @cached_property
+    def tool_point(self) -> str:
+        """The link IK aims at unless told otherwise. See `default_tool_point`."""
+        return default_tool_point(self)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Hash of everything that changes kinematics: names, types, origins, axes, limits."""
+        h = hashlib.sha256()
+        h.update(self.root_link.encode())
+        for j in self.joints:
+            h.update(f"{j.name}|{j.type}|{j.parent}|{j.child}|{j.lower!r}|{j.upper!r}|{j.mimic}".encode())
+            h.update(np.ascontiguousarray(j.origin, dtype=float).tobytes())
+            h.update(np.ascontiguousarray(j.axis, dtype=float).tobytes())
+        return h.hexdigest()[:16]
+
+
+_TOOL_WORDS = (
+    (re.compile(r"tcp"), 0),
+    (re.compile(r"tool"), 1),
+    (re.compile(r"(^|[_\-])(ee|eef|end_?effector|ee_link)([_\-]|$)|end_?effector"), 2),
+    (re.compile(r"flange"), 3),
+)
+
+
+def default_tool_point(robot: RobotModel) -> str:
+    """The rule for the default tool point.
+
+    1. A link whose name says what it is, best first: ``tcp``, then ``tool``, then ``ee`` /
+       ``eef`` / ``end_effector``, then ``flange``. Among equals, the one with the most
+       actuated joints above it, then the deepest, then the first in the file.
+    2. Otherwise the tip of the longest chain: the leaf link with the most actuated joints
+       above it, then the deepest, then the first in the file.
+    """
+
+    def rank(link: str) -> tuple[int, int, int]:
+        return (-len(robot.chain_joint_names(link)), -len(robot.chain(link)), robot.links.index(link))
+
+    named: list[tuple[int, str]] = []
+    for link in robot.links:
+        lowered = link.lower()
+        for pattern, priority in _TOOL_WORDS:
+            if pattern.search(lowered):
+                named.append((priority, link))
+                break
+    if named:
+        best = min(p for p, _ in named)
+        return min((link for p, link in named if p == best), key=rank)
+    return min(robot.leaf_links, key=rank)
+
+
+# ---- loading ----------------------------------------------------------------------------
+
+def bundled_robots() -> dict[str, Path]:
+    """Robots that ship with the package, by name."""
+    folder = Path(__file__).resolve().parents[2] / "robots"
+    return {p.stem: p for p in sorted(folder.glob("*.urdf"))}
+
+
+def find_urdf(name_or_path: str | Path) -> Path:
+    """A path to a URDF file, the name of a bundled robot, or the short name of an
+    example-robot-data robot (`panda`, `ur5`, `talos`, ... when that package is installed)."""
+    from .example_robots import example_robot
+
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    bundled = bundled_robots()
+    if str(name_or_path) in bundled:
+        return bundled[str(name_or_path)]
+    example = example_robot(str(name_or_path))
+    if example is not None:
+        return example
+    if path.suffix.lower() == ".urdf" or path.parent != Path("."):
+        raise RobotFileError(path, "file not found")
+    raise RobotFileError(path, f"no such file, and no bundled robot of that name (bundled: {', '.join(bundled)})")
+
+
+_ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.IGNORECASE)
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
+
+
+def _parse_xml(path: Path, data: bytes):
+    from lxml import etree
+
+    if _ENTITY_DECLARATION.search(data):
+        raise RobotFileError(path, "declares XML entities; refused (URDFs never need them, and they can expand without bound)")
+    if _DOCTYPE.search(data):
+        raise RobotFileError(path, "has a DOCTYPE; refused (URDFs never need one, and it can name outside files)")
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_blank_text=True)
+    try:
+        root = etree.fromstring(data, parser=parser)
+    except etree.XMLSyntaxError as exc:
+        raise RobotFileError(path, f"not valid XML: {exc}") from None
+    if root is None or root.tag != "robot":
+        tag = getattr(root, "tag", None)
+        tag = tag if isinstance(tag, str) else "(not an element)"
+        raise RobotFileError(path, f"root element is <{tag[:80]}>, expected <robot>")
+    return root
+
+
+#: How many numbers an attribute holds (mesh scale may also be one number; see _mesh_refs).
+_NUMBER_COUNTS = {"xyz": 3, "rpy": 3, "size": 3, "radius": 1, "length": 1, "lower": 1, "upper": 1,
+                  "velocity": 1, "effort": 1, "multiplier": 1, "offset": 1}
+
+
+def _check_structure(path: Path, root) -> None:
+    """Problems that would make yourdfpy's parser raise something cryptic."""
+    if not root.get("name"):
+        raise RobotFileError(path, "<robot> has no name")
+    links = root.findall("link")
+    if not links:
+        raise RobotFileError(path, "no <link> elements")
+    for tag, count in (("link", len(links)), ("joint", len(root.findall("joint")))):
+        if count > MAX_LINKS:
+            raise RobotFileError(path, f"has {count} <{tag}> elements; refusing robots with more than {MAX_LINKS}")
+    for element in root.findall("joint"):
+        name = element.get("name")
+        if not name:
+            raise RobotFileError(path, f"a <joint> at line {element.sourceline} has no name")
+        for tag in ("parent", "child"):
+            sub = element.find(tag)
+            if sub is None or not sub.get("link"):
+                raise RobotFileError(path, f"joint '{name}' has no <{tag} link=...>")
+        jtype = element.get("type")
+        if jtype not in KNOWN_TYPES:
+            raise RobotFileError(path, f"joint '{name}' has unknown type '{jtype}' (expected one of {', '.join(KNOWN_TYPES)})")
+    for element in root.findall("link"):
+        if not element.get("name"):
+            raise RobotFileError(path, f"a <link> at line {element.sourceline} has no name")
+    for element in root.iter("origin", "axis", "limit", "mimic", "box", "cylinder", "sphere", "mesh"):
+        owner = element.getparent()
+        while owner is not None and owner.tag not in ("joint", "link"):
+            owner = owner.getparent()
+        where = f"{owner.tag} '{owner.get('name')}' <{element.tag}>" if owner is not None else f"<{element.tag}>"
+        for attribute in ("xyz", "rpy", "size", "scale", "radius", "length", "lower", "upper", "velocity", "effort", "multiplier", "offset"):
+            text = element.get(attribute)
+            if text is None:
+                continue
+            if len(text) > MAX_NUMBER_TEXT:
+                raise RobotFileError(path, f"{where} {attribute} is {len(text)} characters long; not a list of numbers")
+            try:
+                numbers = [float(token) for token in text.split()]
+            except ValueError:
+                raise RobotFileError(path, f"{where} {attribute}='{text}' is not a list of numbers") from None
+            if not all(np.isfinite(numbers)):
+                raise RobotFileError(path, f"{where} contains NaN or inf")
+            expected = _NUMBER_COUNTS.get(attribute)
+            if expected is not None and len(numbers) != expected:
+                raise RobotFileError(path, f"{where} {attribute}='{text}' needs {expected} numbers, has {len(numbers)}")
+
+
+def _finite(path: Path, what: str, values) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(array)):
+        raise RobotFileError(path, f"{what} contains NaN or inf")
+    if np.any(np.abs(array) > MAX_COORDINATE):
+        raise RobotFileError(path, f"{what} has a value beyond {MAX_COORDINATE:g}")
+    return array
+
+
+def _limit_value(value, default: float) -> float:
+    return default if value is None else float(value)
+
+
+def _make_joint(path: Path, yj) -> Joint:
+    origin = np.eye(4) if yj.origin is None else _finite(path, f"joint '{yj.name}' <origin>", yj.origin)
+    axis = _finite(path, f"joint '{yj.name}' <axis>", yj.axis if yj.axis is not None else (1.0, 0.0, 0.0))
+    if axis.shape != (3,):
+        raise RobotFileError(path, f"joint '{yj.name}' <axis> needs three numbers")
+    norm = float(np.linalg.norm(axis))
+    if yj.type in MOVABLE_TYPES:
+        if norm < 1e-9:
+            raise RobotFileError(path, f"joint '{yj.name}' has a zero <axis>")
+        axis = axis / norm
+    lower, upper, velocity, effort = -np.inf, np.inf, np.inf, np.inf
+    limit = yj.limit
+    if limit is not None:
+        velocity = _limit_value(limit.velocity, np.inf)
+        effort = _limit_value(limit.effort, np.inf)
+        for what, value in (("velocity", velocity), ("effort", effort)):
+            if np.isnan(value):
+                raise RobotFileError(path, f"joint '{yj.name}' <limit {what}> is NaN")
+    if yj.type in ("revolute", "prismatic"):
+        if limit is None:
+            raise RobotFileError(path, f"{yj.type} joint '{yj.name}' has no <limit> (only continuous joints may turn without limits)")
+        # URDF: lower and upper default to zero when <limit> is present.
+        lower = _limit_value(limit.lower, 0.0)
+        upper = _limit_value(limit.upper, 0.0)
+        _finite(path, f"joint '{yj.name}' <limit>", (lower, upper))
+        if lower > upper:
+            raise RobotFileError(path, f"joint '{yj.name}' has lower limit {lower} above upper limit {upper}")
+    mimic = None
+    if yj.mimic is not None:
+        multiplier = _limit_value(yj.mimic.multiplier, 1.0)
+        offset = _limit_value(yj.mimic.offset, 0.0)
+        _finite(path, f"joint '{yj.name}' <mimic>", (multiplier, offset))
+        mimic = Mimic(yj.mimic.joint, multiplier, offset)
+    return Joint(
+        name=yj.name, type=yj.type, parent=yj.parent, child=yj.child, origin=origin, axis=axis,
+        lower=lower, upper=upper, velocity=velocity, effort=effort, mimic=mimic,
+    )
+
+
+def _tree_order(path: Path, links: list[str], joints: list[Joint]) -> tuple[str, list[Joint]]:
+    link_set = set(links)
+    if len(link_set) != len(links):
+        duplicate = next(name for name in links if links.count(name) > 1)
+        raise RobotFileError(path, f"link '{duplicate}' is defined twice")
+    names = [j.name for j in joints]
+    if len(set(names)) != len(names):
+        duplicate = next(name for name in names if names.count(name) > 1)
+        raise RobotFileError(path, f"joint '{duplicate}' is defined twice")
+    parent_joint: dict[str, Joint] = {}
+    for joint in joints:
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if link not in link_set:
+                raise RobotFileError(path, f"joint '{joint.name}' names {role} link '{link}', which is not defined")
+        if joint.parent == joint.child:
+            raise RobotFileError(path, f"joint '{joint.name}' connects link '{joint.child}' to itself (a kinematic loop)")
+        if joint.child in parent_joint:
+            other = parent_joint[joint.child]
+            raise RobotFileError(
+                path, f"link '{joint.child}' is the child of two joints ('{other.name}' and '{joint.name}'): kinematic loops are not supported"
+            )
+        parent_joint[joint.child] = joint
+    roots = [name for name in links if name not in parent_joint]
+    if not roots:
+        raise RobotFileError(path, "every link has a parent joint: the joints form a kinematic loop")
+    if len(roots) > 1:
+        raise RobotFileError(path, f"several root links ({', '.join(roots[:5])}): a URDF must be one tree")
+    children: dict[str, list[Joint]] = {}
+    for joint in joints:
+        children.setdefault(joint.parent, []).append(joint)
+    ordered: list[Joint] = []
+    stack = [roots[0]]
+    while stack:
+        link = stack.pop()
+        kids = children.get(link, [])
+        ordered.extend(kids)
+        stack.extend(j.child for j in reversed(kids))
+    if len(ordered) != len(joints):
+        missing = sorted(set(names) - {j.name for j in ordered})
+        raise RobotFileError(path, f"joints {', '.join(missing[:5])} form a kinematic loop, unreachable from root '{roots[0]}'")
+    return roots[0], ordered
+
+
+def _mesh_candidates(filename: str, urdf_dir: Path):
+    """Every place a URDF mesh reference may mean, in the order they are tried."""
+    filename = filename.removeprefix("file://")
+    folders = [urdf_dir, *urdf_dir.parents]
+    if filename.startswith("package://"):
+        package, _, rest = filename[len("package://"):].partition("/")
+        for folder in folders:
+            yield folder / package / rest
+            yield folder / rest
+        return
+    candidate = Path(filename)
+    if candidate.is_absolute():
+        yield candidate
+        return
+    for folder in folders:
+        yield folder / candidate
+
+
+def resolve_mesh_path(filename: str, urdf_dir: Path) -> Path | None:
+    """The file a URDF mesh reference means, or None.
+
+    ``package://PKG/rest`` is looked for in the URDF's folder and each of its parents: as
+    ``A/PKG/rest``, as ``A/rest`` when the folder ``A`` is itself named PKG, and as
+    ``A/rest``. Plain relative paths are tried against the same folders.
+
+    This only finds the file; `load_robot` then refuses one outside the robot's folders
+    (see `robot_folders`).
+    """
+    for candidate in _mesh_candidates(filename, urdf_dir):
+        try:
+            if candidate.is_file():
+                return candidate
+        except (OSError, ValueError):  # a name too long, a NUL byte: not a file we can use
+            continue
+    return None
+
+
+def _package_names(filename: str) -> list[str]:
+    """The package a ``package://`` reference names (``package:///a/b`` names ``a``)."""
+    if not filename.startswith("package://"):
+        return []
+    parts = [part for part in filename[len("package://"):].split("/") if part]
+    return parts[:1]
+
+
+def robot_folders(urdf_path: str | Path, packages=()) -> list[Path]:
+    """The folders a robot's meshes must lie in (after following ``..`` and symlinks).
+
+    - the folder holding the URDF, and its parent (the usual ``robot/urdf/`` beside
+      ``robot/meshes/``);
+    - the nearest folder above the URDF holding a ``package.xml`` (the ROS package it is in);
+    - each folder above the URDF named like a package its meshes use (``package://NAME/...``).
+
+    The file system's root and the home folder are never one of them (unless the URDF itself
+    lies there), so a URDF cannot name ``/etc/passwd`` or ``~/.ssh/...`` as a mesh.
+    """
+    urdf_dir = Path(urdf_path).resolve().parent
+    too_wide = {Path(urdf_dir.anchor), Path.home().resolve()}
+    folders = [urdf_dir]
+    if urdf_dir.parent not in too_wide:
+        folders.append(urdf_dir.parent)
+    for folder in urdf_dir.parents:
+        if folder in too_wide:
+            break
+        if (folder / "package.xml").is_file():
+            folders.append(folder)
+            break
+    names = set(packages)
+    for folder in urdf_dir.parents:
+        if folder.name in names and folder not in too_wide:
+            folders.append(folder)
+    return list(dict.fromkeys(folders))
+
+
+def _is_inside(path: Path, folders: list[Path]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
+
+
+def _mesh_refs(path: Path, yurdf) -> list[MeshRef]:
+    from .meshes import check_mesh_file
+
+    urdf_dir = path.parent
+    found: list[tuple[str, str, str, Path, object]] = []
+    for link in yurdf.robot.links:
+        for role, elements in (("visual", link.visuals), ("collision", link.collisions)):
+            for element in elements:
+                geometry = element.geometry
+                if geometry is None or geometry.mesh is None:
+                    continue
+                filename = geometry.mesh.filename or ""
+                if not filename.strip():
+                    raise RobotFileError(path, f"link '{link.name}' {role} <mesh> has no filename")
+                if "\x00" in filename or len(filename) > 4096:
+                    raise RobotFileError(path, f"link '{link.name}' {role} mesh filename is not a usable path")
+                resolved = resolve_mesh_path(filename, urdf_dir)
+                if resolved is None:
+                    for candidate in _mesh_candidates(filename, urdf_dir):
+                        try:
+                            exists = candidate.exists()
+                        except (OSError, ValueError):
+                            exists = False
+                        if exists:  # a folder or a device: say what it is
+                            check_mesh_file(candidate, path, filename)
+                    raise RobotFileError(path, f"link '{link.name}' {role} mesh '{filename}' not found (looked in {urdf_dir} and its parents)")
+                found.append((link.name, role, filename, resolved, geometry.mesh.scale))
+    folders = robot_folders(path, {name for _, _, filename, _, _ in found for name in _package_names(filename)})
+    refs = []
+    for link_name, role, filename, resolved, scale in found:
+        real = resolved.resolve()
+        if not _is_inside(real, folders):
+            raise RobotFileError(
+                path, f"link '{link_name}' {role} mesh '{filename}' is {real}, outside the robot's folders "
+                f"({', '.join(str(f) for f in folders)}); meshes must lie inside them"
+            )
+        check_mesh_file(real, path, filename)
+        if scale is None:
+            scale = (1.0, 1.0, 1.0)
+        elif np.isscalar(scale):
+            scale = (float(scale),) * 3
+        scale = _finite(path, f"link '{link_name}' mesh scale", scale)
+        if scale.shape != (3,):
+            raise RobotFileError(path, f"link '{link_name}' mesh scale needs one or three numbers")
+        refs.append(MeshRef(link_name, role, filename, resolved, tuple(float(v) for v in scale)))
+    return refs
+
+
+def load_robot(name_or_path: str | Path, check_meshes: bool = True) -> RobotModel:
+    """Read and check a URDF (a path, or a bundled robot's name).
+
+    Raises `RobotFileError` with one line naming the file and the problem.
+    """
+    path = find_urdf(name_or_path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_URDF_BYTES:
+            raise RobotFileError(path, f"file is {size / 1e6:.0f} MB; refusing URDFs over {MAX_URDF_BYTES / 1e6:.0f} MB")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RobotFileError(path, f"cannot read: {exc.strerror or exc}") from None
+    return robot_from_urdf_text(data, path, check_meshes=check_meshes)
+
+
+def robot_from_urdf_text(data: bytes | str, path: str | Path, check_meshes: bool = False) -> RobotModel:
+    """A RobotModel from URDF text (e.g. the copy a rig keeps inside its .blend).
+
+    `path` names the source in messages and is where relative meshes are looked for.
+    """
+    import yourdfpy
+
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if len(data) > MAX_URDF_BYTES:
+        raise RobotFileError(path, f"URDF is {len(data) / 1e6:.0f} MB; refusing URDFs over {MAX_URDF_BYTES / 1e6:.0f} MB")
+    root = _parse_xml(path, data)
+    _check_structure(path, root)
+    try:
+        yurdf = yourdfpy.URDF.load(io.BytesIO(data), build_scene_graph=False, load_meshes=False, mesh_dir=str(path.parent))
+    except Exception as exc:  # yourdfpy raises many kinds on odd input
+        raise RobotFileError(path, f"could not be read as URDF: {type(exc).__name__}: {exc}") from None
+
+    joints = [_make_joint(path, yj) for yj in yurdf.robot.joints]
+    links = [link.name for link in yurdf.robot.links]
+    root_link, ordered = _tree_order(path, links, joints)
+    notes = []
+    by_name = {j.name: j for j in ordered}
+    for joint in ordered:
+        if joint.type in ("floating", "planar"):
+            notes.append(f"{joint.type} joint '{joint.name}' is held rigid at its origin")
+        if joint.mimic is not None:
+            source = by_name.get(joint.mimic.joint)
+            if source is None:
+                raise RobotFileError(path, f"joint '{joint.name}' mimics joint '{joint.mimic.joint}', which is not defined")
+            if not source.is_actuated:
+                raise RobotFileError(path, f"joint '{joint.name}' mimics '{source.name}', which is not an actuated joint")
+    meshes = _mesh_refs(path, yurdf) if check_meshes else []
+    # Keep links in tree order too, so rigs build parents before children.
+    link_order = [root_link] + [j.child for j in ordered]
+    return RobotModel(
+        name=yurdf.robot.name, path=path, links=link_order, joints=ordered, root_link=root_link,
+        meshes=meshes, notes=notes, urdf=yurdf, file_order=[j.name for j in joints],
+    )

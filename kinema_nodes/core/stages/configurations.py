@@ -1,0 +1,323 @@
+"""Several ways to reach one pose: every distinct in-limit configuration for a target.
+
+How solutions are found: damped least squares from many seeds side by side (the current pose
+first, then seeds drawn uniformly within the limits, a fixed random stream so the same
+request always gives the same answer), in rounds, until a round adds no new branch. On a
+6-axis arm each new branch also seeds its shoulder, elbow and wrist flips in the next round.
+
+What "distinct" means (a different branch, not a nearby point):
+- Joints that can turn a full revolution or more (continuous joints, and revolute joints whose
+  range is at least 2 pi, like the UR's +-360 deg) are compared modulo 2 pi: theta and
+  theta + 2 pi are the same branch. Each branch is then shown at its representative nearest to
+  the current pose, within limits.
+- Two solutions are the same branch when no joint differs by more than `DISTINCT_RAD`
+  (0.05 rad, ~3 deg; metres for a prismatic joint) after that wrapping. Solutions converge to
+  1e-5 m / 1e-5 rad at the tool, far tighter than that; distinct branches of a 6-axis arm are
+  apart by large angles except right at a singularity, where two branches meet and are one.
+- A redundant arm (seven or more free revolute joints, see `core.swivel`) reaches a pose along
+  a one-parameter family; points of one family are not different configurations. Every
+  solution is therefore first swung to the swivel angle of the current pose (or as near as its
+  limits allow) and only then compared, so what remains are different branches of the
+  shoulder, elbow and wrist at the same elbow swivel. A family whose limits keep it from that
+  swivel is shown once per sign pattern of its shoulder, elbow and wrist joints (2nd, 4th and
+  6th revolute joints) and side, at the end nearest the current swivel.
+
+Ordered by distance from the current pose (Euclidean, on the representatives); the
+configuration that is the current pose is marked `current`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.robot import RobotModel
+
+#: Largest joint difference (rad, or m for prismatic joints) between two solutions of one branch.
+DISTINCT_RAD = 0.05
+#: Seeds per round, and most rounds; the search stops early after a round with no new branch.
+SEEDS_PER_ROUND = 48
+MAX_ROUNDS = 6
+MIN_ROUNDS = 2
+ITERATIONS = 80
+#: A redundant arm's solution within this of the reference swivel (rad) reached it.
+SWIVEL_REACHED = 1e-3
+#: Found sets kept for the Configuration-Select node (per robot, targets, held joints, swivel).
+CACHE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One way to reach the target."""
+
+    joints: np.ndarray
+    position_error: float
+    rotation_error: float
+    distance: float  # from the current pose, on the representative shown
+    current: bool
+
+
+def wraps(robot: RobotModel) -> np.ndarray:
+    """Joints compared modulo 2 pi: continuous, or revolute with a range of a full turn or more."""
+    span = robot.upper - robot.lower
+    return ~robot.is_prismatic & (robot.is_continuous | (span >= 2 * np.pi - 1e-6))
+
+
+def branch_difference(robot: RobotModel, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a - b per joint, wrapped into (-pi, pi] for the joints in `wraps`. Broadcasts."""
+    difference = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    wrapped = (difference + np.pi) % (2 * np.pi) - np.pi
+    return np.where(wraps(robot), wrapped, difference)
+
+
+def same_branch(robot: RobotModel, a: np.ndarray, b: np.ndarray, tolerance: float = DISTINCT_RAD) -> bool:
+    return bool(np.max(np.abs(branch_difference(robot, a, b))) <= tolerance)
+
+
+def nearest_representative(robot: RobotModel, q: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """q with each wrapping joint moved by whole turns to the value nearest `reference` that
+    is still within its limits."""
+    q = np.array(q, dtype=float)
+    reference = np.asarray(reference, dtype=float)
+    for i in np.flatnonzero(wraps(robot)):
+        candidate = reference[i] + ((q[i] - reference[i] + np.pi) % (2 * np.pi) - np.pi)
+        options = candidate + 2 * np.pi * np.arange(-2, 3)
+        inside = options[(options >= robot.lower[i] - 1e-9) & (options <= robot.upper[i] + 1e-9)]
+        if len(inside):
+            q[i] = inside[np.argmin(np.abs(inside - reference[i]))]
+    return np.clip(q, robot.lower, robot.upper)
+
+
+def _held(robot: RobotModel, options, hold_prismatic: bool) -> frozenset[str]:
+    held = set(options.held_joints)
+    if hold_prismatic:
+        held |= {n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p}
+    return frozenset(held)
+
+
+def find_configurations(
+    robot: RobotModel,
+    targets,
+    current: np.ndarray,
+    options=None,
+    *,
+    seeds_per_round: int = SEEDS_PER_ROUND,
+    max_rounds: int = MAX_ROUNDS,
+    rng_seed: int = 0,
+    hold_prismatic: bool = True,
+) -> list[Configuration]:
+    """Every distinct in-limit configuration that reaches `targets` (IKTarget or list), ordered
+    by distance from `current`, the current one marked. Empty when nothing reaches the target.
+    Joints outside the chain and held joints (and, with `hold_prismatic`, every slide: rails
+    and fingers move by hand) keep their values from `current`."""
+    from ..solve import SolveOptions
+    from ..solve._chain import problem_for
+    from ..solve._types import as_target_list, check_start, check_targets
+    from .swivel import has_spare_joint, lm_batch, swivel_angle, swivel_links
+
+    options = options or SolveOptions(backend="numpy")
+    targets = as_target_list(targets)
+    arrays = check_targets(robot, targets)
+    current = check_start(robot, current)
+    held = _held(robot, options, hold_prismatic)
+    problem = problem_for(robot, arrays.links, held)
+    tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
+    spare = next((link for link in arrays.links if has_spare_joint(robot, link, held)), None)
+    swivel = None
+    signature = np.zeros(0, dtype=int)
+    if spare is not None:
+        swivel = (robot, swivel_links(robot, spare, held), float(swivel_angle(robot, spare, current, held)))
+        revolute = [robot.joint_index(n) for n in robot.chain_joint_names(spare)
+                    if n not in held and not robot.is_prismatic[robot.joint_index(n)]]
+        signature = np.array([revolute[1], revolute[3], revolute[5]])
+
+    rng = np.random.default_rng(rng_seed)
+    found: list[np.ndarray] = []
+    ends: dict[tuple, tuple[float, np.ndarray]] = {}  # redundant arms: families that cannot reach the swivel
+    # Flip seeds help a 6-axis arm find branches with small basins; on a redundant arm (compared
+    # at one swivel) they measured no better than random seeds and cost time, so they are off.
+    flips = _flip_groups(robot, problem, held) if swivel is None else []
+    pending: list[np.ndarray] = []  # flip seeds of what the last round found
+    for round_index in range(max_rounds):
+        seeds = _random_seeds(problem, current, seeds_per_round, rng)
+        if pending:  # beside the random seeds, not instead of them
+            seeds = np.concatenate([seeds, np.array(pending)])
+            pending = []
+        if round_index == 0:
+            seeds[0] = current
+        q, errors, _ = lm_batch(problem, seeds, arrays, tol_p, tol_r, ITERATIONS)
+        q = q[_converged(errors, arrays.weights, tol_p, tol_r)]
+        misses = np.zeros(len(q))
+        if swivel is not None and len(q):
+            wanted = np.full(len(q), swivel[2])
+            q, _, _ = lm_batch(problem, q, arrays, tol_p, tol_r, ITERATIONS, (swivel[0], swivel[1], wanted))
+            q, errors_swung, _ = lm_batch(problem, q, arrays, tol_p, tol_r, ITERATIONS)  # the tool has the last word
+            q = q[_converged(errors_swung, arrays.weights, tol_p, tol_r)]
+            misses = ((swivel_angle(robot, spare, q, held) - swivel[2] + np.pi) % (2 * np.pi) - np.pi) if len(q) else misses[:0]
+        added = 0
+        for candidate, miss in zip(q, misses):
+            candidate = nearest_representative(robot, candidate, current)
+            if abs(miss) > SWIVEL_REACHED:
+                # One family, many end points (where the seed's descent stopped): keep one per
+                # branch sign pattern (shoulder, elbow, wrist joints) and side, the nearest swivel.
+                key = (*np.sign(candidate[signature]).astype(int), int(np.sign(miss)))
+                if key not in ends:
+                    added += 1
+                if key not in ends or abs(miss) < ends[key][0]:
+                    ends[key] = (abs(miss), candidate)
+                continue
+            if any(same_branch(robot, candidate, other) for other in found):
+                continue
+            found.append(candidate)
+            pending.extend(_flipped(robot, candidate, flips))
+            added += 1
+        if round_index + 1 >= MIN_ROUNDS and added == 0:
+            break
+    for _, candidate in ends.values():
+        if not any(same_branch(robot, candidate, other) for other in found):
+            found.append(candidate)
+    if not found:
+        return []
+    joints = np.array(found)
+    errors, _, _ = problem.residual(joints, arrays.rotations, arrays.positions, with_jacobian=False)
+    errors_of = errors
+    current_reaches = bool(_converged(problem.residual(current[None], arrays.rotations, arrays.positions, with_jacobian=False)[0],
+                                      arrays.weights, tol_p, tol_r)[0])
+    result = []
+    for q, err in zip(joints, errors_of):
+        distance = float(np.linalg.norm(q - current))
+        is_current = current_reaches and same_branch(robot, q, current)
+        if is_current:
+            q, distance = current.copy(), 0.0
+        result.append(Configuration(q, float(np.max(err[:, 0])), float(np.max(err[:, 1])), distance, is_current))
+    result.sort(key=lambda c: (not c.current, c.distance))
+    return result
+
+
+def _flip_groups(robot: RobotModel, problem, held) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The classic branch flips of an arm, as (joints turned half a turn, joints negated):
+    shoulder (1st and 3rd revolute joints +pi, 2nd negated), elbow (the joint after the shoulder
+    negated) and wrist (last three: 1st and 3rd +pi, 2nd negated). Exact for an arm whose
+    shoulder and wrist axes meet; for others (offsets, like the UR and the Panda) they are
+    seeds that land near the other branch, so the search finds it without waiting for a
+    random seed to fall into its basin."""
+    revolute = [int(i) for i in problem.free if not robot.is_prismatic[int(i)]]
+    if len(revolute) < 6:
+        return []
+    shoulder, wrist = revolute[:3], revolute[-3:]
+    elbow = revolute[3] if len(revolute) >= 7 else revolute[2]
+    return [((shoulder[0], shoulder[2]), (shoulder[1],)), ((), (elbow,)), ((wrist[0], wrist[2]), (wrist[1],)),
+            ((shoulder[0], shoulder[2], wrist[0], wrist[2]), (shoulder[1], wrist[1]))]
+
+
+def _flipped(robot: RobotModel, q: np.ndarray, flips) -> list[np.ndarray]:
+    seeds = []
+    for turned, negated in flips:
+        seed = q.copy()
+        for i in turned:  # half a turn toward the middle of the joint's range (continuous: either way)
+            middle = 0.5 * (robot.lower[i] + robot.upper[i]) if np.isfinite(robot.upper[i] - robot.lower[i]) else seed[i] + 1.0
+            seed[i] += np.pi if seed[i] < middle else -np.pi
+        for i in negated:
+            seed[i] = -seed[i]
+        seeds.append(np.clip(seed, robot.lower, robot.upper))
+    return seeds
+
+
+def _random_seeds(problem, start: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Configurations drawn uniformly within the free joints' limits (continuous: start +- pi)."""
+    free = problem.free
+    lower = np.where(np.isfinite(problem.lower), problem.lower, start[free] - np.pi)
+    upper = np.where(np.isfinite(problem.upper), problem.upper, start[free] + np.pi)
+    seeds = np.tile(start, (count, 1))
+    seeds[:, free] = rng.uniform(lower, upper, size=(count, len(free)))
+    return seeds
+
+
+def _converged(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> np.ndarray:
+    ok = (errors <= np.array([tol_p, tol_r])) | (weights == 0)
+    return np.all(ok, axis=(-2, -1))
+
+
+def step_index(count: int, index: int, step: int) -> int:
+    """◀ ▶: the next index, wrapping round the list."""
+    return (index + step) % count if count else 0
+
+
+# ---- Configuration-Select node ----------------------------------------------------------
+
+_cache: OrderedDict = OrderedDict()
+
+
+def _cache_key(robot: RobotModel, goals, held, swivel_reference) -> tuple:
+    poses = tuple((g.link, tuple(np.round(g.position, 6)), tuple(np.round(g.wxyz, 6)), g.position_weight, g.rotation_weight)
+                  for g in goals)
+    return (robot.fingerprint, poses, tuple(sorted(held)), swivel_reference)
+
+
+def configurations_for_node(robot: RobotModel, goals, joints: np.ndarray, options) -> list[Configuration]:
+    """The found set for the node, in its stable order: by distance from the robot's home pose
+    (zero, or the nearest in-limit value), so an index names the same branch whatever the arm
+    did on the frames before (scrubbing backwards, jumping, baking out of order).
+
+    Cached per (robot, target poses rounded to 1e-6, held joints, swivel of the solver's answer
+    rounded to 1e-3 rad): scrubbing back over frames already seen does not search again."""
+    from .swivel import has_spare_joint, swivel_angle
+
+    held = frozenset(options.held_joints)
+    link = next((g.link for g in goals if has_spare_joint(robot, g.link, held)), None)
+    reference = round(float(swivel_angle(robot, link, joints, held)), 3) if link else None
+    key = _cache_key(robot, goals, held, reference)
+    found = _cache.get(key)
+    if found is None:
+        home = robot.zero_configuration()
+        home[np.isin(robot.actuated_joint_names, list(held))] = np.asarray(joints)[np.isin(robot.actuated_joint_names, list(held))]
+        configurations = find_configurations(robot, goals, joints, options, hold_prismatic=False)
+        found = sorted((c.joints for c in configurations), key=lambda q: float(np.linalg.norm(branch_difference(robot, q, home))))
+        _cache[key] = found
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    else:
+        _cache.move_to_end(key)
+    return found
+
+
+def apply_stage(stage) -> tuple[np.ndarray, str]:
+    """Configuration-Select after the solver. values["configuration_index"]: 0 keeps the
+    solver's own answer (nearest where the arm was); k >= 1 picks the k-th configuration in
+    the node's stable order (see `configurations_for_node`), so a keyed or driven index
+    changes configuration on purpose, and the same index gives the same branch on every frame."""
+    index = int(stage.values.get("configuration_index", 0))
+    if index <= 0:
+        return stage.joints, "configuration 0: the solver's own"
+    if not stage.result.converged:
+        return stage.joints, "configuration: the solver did not reach the target, nothing to choose from"
+    found = configurations_for_node(stage.robot, stage.goals, stage.joints, stage.options)
+    if not found:
+        return stage.joints, "configuration: none found"
+    chosen = min(index, len(found))
+    joints = nearest_representative(stage.robot, found[chosen - 1], stage.start)
+    held = np.isin(stage.robot.actuated_joint_names, list(stage.options.held_joints))
+    joints[held] = np.asarray(stage.joints)[held]
+    note = f"configuration {chosen} of {len(found)}"
+    if chosen != index:
+        note += f" (asked for {index}; there are only {len(found)})"
+    return joints, note
+
+
+def clear_cache() -> None:
+    _cache.clear()
+
+
+__all__ = [
+    "DISTINCT_RAD",
+    "Configuration",
+    "apply_stage",
+    "branch_difference",
+    "find_configurations",
+    "nearest_representative",
+    "same_branch",
+    "step_index",
+    "wraps",
+]

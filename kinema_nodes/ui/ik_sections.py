@@ -1,0 +1,231 @@
+"""Collapsible sections of the IK panel: Configuration, Elbow Swivel and Target Bone hand-off.
+
+Front ends over the rig's node tree and `core`: Find Solutions asks `core.configurations`
+for every distinct way to reach the control and ◀ ▶ write one of them to the joints (only
+the joint values: key them with Key All); Add Elbow Swivel makes a ring control on the
+shoulder-to-wrist line and wires a Swivel node after the Solver; Switch Target Bone aims the
+target elsewhere and snaps the control so nothing jumps.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+from ..blender.edit import active_rig, rig_tree, solver_nodes, target_nodes
+from ..blender.edit import _found, _first_target, add_elbow_swivel, find_solutions, step_configuration, swivel_nodes
+
+PANEL = "KINEMA_PT_inverse_kinematics"
+
+#: Found configurations per rig name: {"configurations": [...], "index": int, "link": str}.
+#: UI state only (not saved with the file): Find Solutions again after reopening.
+
+
+# ---- Elbow Swivel ----------------------------------------------------------------------
+
+
+# ---- operators -------------------------------------------------------------------------
+
+class _SectionOperator:
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        rig = active_rig(context)
+        return rig is not None and _first_target(rig) is not None
+
+
+class KINEMA_OT_find_solutions(_SectionOperator, bpy.types.Operator):
+    """Find every distinct way the arm can reach the target now (step through them with the arrows)"""
+
+    bl_idname = "kinema.find_solutions"
+    bl_label = "Find Solutions"
+
+    def execute(self, context):
+        window = context.window
+        if window is not None:
+            window.cursor_modal_set("WAIT")
+        try:
+            state = find_solutions(context, active_rig(context))
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        finally:
+            if window is not None:
+                window.cursor_modal_restore()
+        count = len(state["configurations"])
+        self.report({"INFO"}, f"{count} configuration{'s' if count != 1 else ''} reach the target" if count
+                    else "no configuration reaches the target")
+        return {"FINISHED"}
+
+
+class KINEMA_OT_step_configuration(_SectionOperator, bpy.types.Operator):
+    """Apply the next (or previous) configuration: writes joint values only; key them with Key All"""
+
+    bl_idname = "kinema.step_configuration"
+    bl_label = "Step Configuration"
+
+    step: bpy.props.IntProperty(name="Step", default=1)
+
+    def execute(self, context):
+        try:
+            step_configuration(active_rig(context), self.step)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+class KINEMA_OT_add_elbow_swivel(_SectionOperator, bpy.types.Operator):
+    """Put a ring on the shoulder-to-wrist line: turn it and the elbow swings while the tool holds"""
+
+    bl_idname = "kinema.add_elbow_swivel"
+    bl_label = "Add Elbow Swivel"
+
+    def execute(self, context):
+        from ..core.errors import KinemaError
+
+        try:
+            _node, bone = add_elbow_swivel(context, active_rig(context))
+        except (ValueError, KinemaError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Elbow swivel ring '{bone}'")
+        return {"FINISHED"}
+
+
+# ---- panels ----------------------------------------------------------------------------
+
+class _Section:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Kinema"
+    bl_parent_id = PANEL
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        rig = active_rig(context)
+        return rig is not None and _first_target(rig) is not None
+
+
+class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):
+    bl_idname = "KINEMA_PT_ik_configuration"
+    bl_label = "Configuration"
+
+    def draw(self, context):
+        layout = self.layout
+        rig = active_rig(context)
+        row = layout.row(align=True)
+        row.operator("kinema.find_solutions", icon="VIEWZOOM")
+        state = _found.get(rig.name)
+        if not state:
+            layout.label(text="The other ways the arm can reach this pose")
+            return
+        configurations = state["configurations"]
+        if not configurations:
+            layout.label(text="No configuration reaches the target", icon="INFO")
+            return
+        index = state["index"]
+        row = layout.row(align=True)
+        row.operator("kinema.step_configuration", text="", icon="TRIA_LEFT").step = -1
+        label = f"{index + 1} of {len(configurations)}"
+        if configurations[index].current:
+            label += " (the pose you had)"
+        row.label(text=label)
+        row.operator("kinema.step_configuration", text="", icon="TRIA_RIGHT").step = 1
+        layout.label(text="Writes joint values only: key them with Key All", icon="INFO")
+
+
+def _spare_joint(rig) -> bool:
+    from ..core.stages.swivel import has_spare_joint
+    from ..blender.rig import robot_for_rig
+
+    target = _first_target(rig)
+    robot = robot_for_rig(rig)
+    solver = solver_nodes(target.id_data)[0]
+    held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p) if solver.hold_prismatic else frozenset()
+    from ..core.errors import KinemaError
+
+    try:
+        return has_spare_joint(robot, target.link_at_frame(robot), held)
+    except KinemaError:
+        return False
+
+
+class KINEMA_PT_ik_elbow_swivel(_Section, bpy.types.Panel):
+    bl_idname = "KINEMA_PT_ik_elbow_swivel"
+    bl_label = "Elbow Swivel"
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and _spare_joint(active_rig(context))
+
+    def draw(self, context):
+        layout = self.layout
+        rig = active_rig(context)
+        tree = rig_tree(rig)
+        nodes = swivel_nodes(tree)
+        if not nodes:
+            layout.operator("kinema.add_elbow_swivel", icon="MESH_CIRCLE")
+            return
+        node = nodes[0]
+        ring = node.ring()
+        if ring is not None:
+            layout.prop(ring, "rotation_euler", index=1, text="Swivel")
+        else:
+            layout.prop(node, "swivel_angle")
+        solver = solver_nodes(tree)[0]
+        note = next((part for part in solver.summary.split("; ") if part.startswith("swivel")), "")
+        if note:
+            box = layout.row()
+            box.alert = "saturated" in note
+            box.label(text=note, icon="ERROR" if "saturated" in note else "DRIVER_ROTATIONAL_DIFFERENCE")
+
+
+class KINEMA_PT_ik_target_bone(_Section, bpy.types.Panel):
+    bl_idname = "KINEMA_PT_ik_target_bone"
+    bl_label = "Hand-off"
+
+    def draw(self, context):
+        layout = self.layout
+        rig = active_rig(context)
+        tree = rig_tree(rig)
+        solver = solver_nodes(tree)[0]
+        if solver.solving_to:
+            layout.label(text=f"Solving to '{solver.solving_to}'", icon="BONE_DATA")
+        for target in target_nodes(tree, rig):
+            layout.operator_menu_enum("kinema.switch_target_link_menu", "link", text="Switch Target Bone…").target = target.name
+
+
+def _link_items(self, context):
+    from ..blender.rig import robot_for_rig
+
+    rig = active_rig(context)
+    if rig is None:
+        return []
+    robot = robot_for_rig(rig)
+    return [(name, name, f"Aim at '{name}'") for name in robot.links if robot.chain_joint_names(name)]
+
+
+class KINEMA_OT_switch_target_link_menu(_SectionOperator, bpy.types.Operator):
+    """Aim the IK target at another bone; the control snaps onto it so nothing jumps (keyed if the choice is keyed)"""
+
+    bl_idname = "kinema.switch_target_link_menu"
+    bl_label = "Switch Target Bone"
+
+    target: bpy.props.StringProperty()
+    link: bpy.props.EnumProperty(name="Bone", items=_link_items)
+
+    def execute(self, context):
+        return bpy.ops.kinema.switch_target_bone(target=self.target, link=self.link)
+
+
+CLASSES = (
+    KINEMA_OT_find_solutions,
+    KINEMA_OT_step_configuration,
+    KINEMA_OT_add_elbow_swivel,
+    KINEMA_OT_switch_target_link_menu,
+    KINEMA_PT_ik_configuration,
+    KINEMA_PT_ik_elbow_swivel,
+    KINEMA_PT_ik_target_bone,
+)

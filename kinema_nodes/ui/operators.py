@@ -1,0 +1,104 @@
+"""Operators of the robot rig: Import URDF, Key All, Reset to zero.
+
+Each does its work in one call of `execute`, so one undo step takes it all back; errors the
+user can act on are reported in Blender's report area, never as a traceback.
+"""
+
+import bpy
+from bpy_extras.io_utils import ImportHelper
+
+from ..blender import rig
+from ..core.errors import KinemaError
+
+
+class KINEMA_OT_import_urdf(bpy.types.Operator, ImportHelper):
+    """Import a robot from a URDF file as an armature with one bone per link, and its meshes"""
+
+    bl_idname = "kinema.import_urdf"
+    bl_label = "Import URDF"
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
+
+    filename_ext = ".urdf"
+    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml", options={"HIDDEN"})
+    import_collision: bpy.props.BoolProperty(
+        name="Collision Geometry", default=True,
+        description="Also import the collision geometry (in a hidden collection)",
+    )
+
+    def execute(self, context):
+        from ..blender.build import import_urdf
+
+        try:
+            rig_object = import_urdf(context, self.filepath, collision=self.import_collision)
+        except KinemaError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        except Exception as exc:  # noqa: BLE001 -- the importer has already removed what it made
+            self.report({"ERROR"}, f"Import of '{self.filepath}' failed: {type(exc).__name__}: {exc}")
+            return {"CANCELLED"}
+        robot = rig.robot_for_rig(rig_object)
+        self.report({"INFO"}, f"Imported '{robot.name}': {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'")
+        return {"FINISHED"}
+
+
+def _active_rig(context):
+    obj = context.active_object
+    return obj if rig.is_rig(obj) else None
+
+
+class _RigOperator:
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
+
+    @classmethod
+    def poll(cls, context):
+        return _active_rig(context) is not None
+
+
+class KINEMA_OT_key_all_joints(_RigOperator, bpy.types.Operator):
+    """Keyframe every joint of the active robot at the current frame"""
+
+    bl_idname = "kinema.key_all_joints"
+    bl_label = "Key All"
+
+    def execute(self, context):
+        obj = _active_rig(context)
+        try:
+            robot = rig.robot_for_rig(obj)
+            count = rig.key_joint_values(obj, robot, context.scene.frame_current)
+        except KinemaError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Keyed {count} joints at frame {context.scene.frame_current}")
+        return {"FINISHED"}
+
+
+class KINEMA_OT_reset_joints(_RigOperator, bpy.types.Operator):
+    """Put every joint of the active robot at zero (or the nearest limit when zero is outside it)"""
+
+    bl_idname = "kinema.reset_joints"
+    bl_label = "Reset to Zero"
+
+    def execute(self, context):
+        obj = _active_rig(context)
+        try:
+            robot = rig.robot_for_rig(obj)
+            rig.write_joint_values(obj, robot, robot.zero_configuration())
+        except KinemaError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+def _menu_import(self, context):
+    self.layout.operator(KINEMA_OT_import_urdf.bl_idname, text="URDF (.urdf)")
+
+
+CLASSES = (KINEMA_OT_import_urdf, KINEMA_OT_key_all_joints, KINEMA_OT_reset_joints)
+
+
+def register() -> None:
+    bpy.types.TOPBAR_MT_file_import.append(_menu_import)
+
+
+def unregister() -> None:
+    bpy.types.TOPBAR_MT_file_import.remove(_menu_import)
