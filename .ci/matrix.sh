@@ -44,7 +44,7 @@ PY
 
 blender_side_tests() {
     # Test files that run real Blender: they use the bpy fixtures or import bpy in a subprocess.
-    grep -l -E "\bblender(_session)?\b|import bpy" tests/test_*.py | sort
+    grep -rl -E "\bblender(_session)?\b|import bpy" tests --include="test_*.py" | sort
 }
 
 make_venv() {  # make_venv <leg> <python>

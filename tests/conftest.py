@@ -53,3 +53,18 @@ def blender(blender_session):
     """bpy with an empty file, add-on registered."""
     blender_session.ops.wm.read_homefile(use_empty=True)
     return blender_session
+
+
+#: The folder a test lives in is its marker: core (no Blender), blender (real Blender through
+#: the bpy module), cli (the `kinema-nodes` command line). `jax` marks tests that run PyRoki;
+#: `slow` is set by hand on tests the default run leaves out.
+FOLDER_MARKERS = ("core", "blender", "cli", "bench_smoke")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        folder = item.path.parent.name
+        if folder in FOLDER_MARKERS:
+            item.add_marker(getattr(pytest.mark, folder))
+        if "pyroki" in item.nodeid.lower():
+            item.add_marker(pytest.mark.jax)

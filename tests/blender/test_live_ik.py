@@ -15,7 +15,7 @@ import pytest
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import rotation_angle_between
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _import(bpy, name):

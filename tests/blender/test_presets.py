@@ -19,7 +19,7 @@ from kinema_nodes.core.presets import PresetError, bind, load_preset, make_prese
 from kinema_nodes.core.roles import infer_roles, resolve_roles
 from kinema_nodes.core.model.rotations import rotation_angle_between
 
-SHIPPED = Path(__file__).resolve().parent.parent / "kinema_nodes" / "presets"
+SHIPPED = Path(__file__).resolve().parents[2] / "kinema_nodes" / "presets"
 
 
 # ---- roles (no Blender) ----------------------------------------------------------------------

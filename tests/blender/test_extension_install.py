@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODULE = "bl_ext.user_default.kinema_nodes"
 
 #: Runs inside the fresh Blender process. argv: zip path, "jax" or "nojax", "solve" or "nosolve".

@@ -14,7 +14,7 @@ from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion
 from kinema_nodes.core.solve import IKTarget, SolveOptions
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from ur_analytic import UrOracle
 
 NUMPY = SolveOptions(backend="numpy")
