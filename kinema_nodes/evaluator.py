@@ -28,6 +28,12 @@ def mark_dirty(tree) -> None:
     _dirty.add(tree.as_pointer())
 
 
+def compiled_program(tree) -> Program | None:
+    """The Program `tree` last compiled to (None before its first run): its problems by node."""
+    compiled = _compiled.get(tree.as_pointer())
+    return None if compiled is None else compiled[1]
+
+
 def forget_all() -> None:
     """Drop every cache (a new file was loaded)."""
     _dirty.clear()
@@ -89,7 +95,7 @@ def program_for(tree) -> Program:
         if hasattr(node, "kinema_error"):
             _set(node, "kinema_error", program.problems.message(node.name))
     for step in program.steps:
-        rig = _rig_object(tree, program, step)
+        rig = rig_object(tree, program, step)
         if rig is not None and getattr(rig, "kinema_tree", None) is None:
             rig.kinema_tree = tree  # the rig keeps its tree alive and evaluates the tree's animation
     return program
@@ -124,7 +130,7 @@ def control_pose(target_node, rig) -> np.ndarray | None:
 def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
     from .blender.rig import read_joint_values
 
-    rig = _rig_object(tree, program, step)
+    rig = rig_object(tree, program, step)
     controls, links = {}, {}
     for target in step.targets:
         node = node_by_path(tree, target.node)
@@ -134,7 +140,7 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
     return FrameInputs(frame, controls, {step.rig: read_joint_values(rig, step.robot)}, links, values)
 
 
-def _rig_object(tree, program: Program, step):
+def rig_object(tree, program: Program, step):
     return node_by_path(tree, _robot_node_of(program, step)).rig
 
 
@@ -176,7 +182,7 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
             result = program.run_step(step, inputs)
         except KinemaError as exc:
             result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
-        rig = _rig_object(tree, program, step)
+        rig = rig_object(tree, program, step)
         if result.joints is not None:
             written = write_joint_values(rig, step.robot, result.joints)
             inputs.starts[step.rig] = written

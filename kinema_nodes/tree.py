@@ -86,7 +86,7 @@ class KinemaTreeNode:
         mark_dirty(self.id_data)
 
 
-def _dirty(self, context):
+def property_changed(self, context):
     """Property update callback: only marks the tree for recompiling (never solves here)."""
     from .evaluator import mark_dirty
 

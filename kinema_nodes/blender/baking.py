@@ -183,7 +183,7 @@ class BakeJob:
                 solution = solutions[step.node]
                 limits = limits_of.setdefault(step.robot.fingerprint, step.robot.velocity_limits * self.speed_limit)
                 report = check_bake(solution, fps=self.fps, velocity_limits=limits)
-                rig = evaluator._rig_object(self.tree, program, step)
+                rig = evaluator.rig_object(self.tree, program, step)
                 keyed = [n for n, k in zip(step.robot.actuated_joint_names, solution.keyed) if k]
                 self.results.append(RigBake(rig, step.node, solution, report, keyed))
         except BaseException:
@@ -247,7 +247,7 @@ def bake_tree(tree, frame_start: int | None = None, frame_end: int | None = None
 
 # ---- writing keys -------------------------------------------------------------------------------
 
-def _channelbag(obj):
+def channelbag(obj):
     """The F-curve collection of `obj`'s action for its slot (made as needed): Blender 4.4+ slotted
     actions, or a legacy action's own `fcurves`."""
     import bpy
@@ -271,7 +271,7 @@ def _channelbag(obj):
     return ensure(action, slot)
 
 
-def _fcurve(bag, data_path: str, index: int, group: str):
+def ensure_fcurve(bag, data_path: str, index: int, group: str):
     fcurve = bag.fcurves.find(data_path, index=index)
     if fcurve is not None:
         return fcurve
@@ -333,14 +333,14 @@ def write_joint_keys(obj, robot, frames, joints, keyed) -> int:
     joints = np.asarray(joints, dtype=float)
     if not np.all(np.isfinite(joints)):
         raise KinemaError("refusing to key non-finite joint values")
-    bag = _channelbag(obj)
+    bag = channelbag(obj)
     written = 0
     for i, channel in enumerate(actuated_channels(robot)):
         if not keyed[i]:
             continue
         index = 0 if channel.data_path == SLIDE else channel.index
         path = f'pose.bones["{_escape(channel.bone)}"].{channel.data_path}'
-        fcurve = _fcurve(bag, path, index, channel.bone)
+        fcurve = ensure_fcurve(bag, path, index, channel.bone)
         write_keys(fcurve, frames, channel.scale * np.clip(joints[:, i], robot.lower[i], robot.upper[i]))
         written += len(frames)
     obj.update_tag()

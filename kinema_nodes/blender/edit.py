@@ -1,17 +1,19 @@
-"""blender.edit"""
+"""The one rig-editing API: add and remove IK targets, snap a control to its link, key the
+Target Bone, add an elbow swivel, find and step through solutions.
+
+The panel's buttons, the node buttons, presets and the CLI all edit a rig through these
+functions, so an edit made from any of them leaves the same rig and the same tree behind.
+"""
 
 from __future__ import annotations
 
 import bpy
 import numpy as np
+
 from .. import evaluator
-pass  # (import now local)
 from . import baking
 
-
 IK_COLLECTION = "IK"
-
-
 KINEMA_COLLECTION = "Kinema"
 
 
@@ -40,7 +42,7 @@ def target_nodes(tree, rig=None):
     return nodes
 
 
-def _set_mode(context, rig, mode: str) -> str:
+def set_mode(context, rig, mode: str) -> str:
     previous = rig.mode
     if context.view_layer.objects.active != rig:
         context.view_layer.objects.active = rig
@@ -50,7 +52,7 @@ def _set_mode(context, rig, mode: str) -> str:
     return previous
 
 
-def _ik_collection(armature, visible: bool = True):
+def ik_collection(armature, visible: bool = True):
     collections = armature.collections_all
     parent = collections.get(KINEMA_COLLECTION) or armature.collections.new(KINEMA_COLLECTION)
     ik = collections.get(IK_COLLECTION) or armature.collections.new(IK_COLLECTION, parent=parent)
@@ -66,7 +68,7 @@ def add_control_bone(context, rig, robot, link: str) -> str:
     from .rig import read_joint_values
 
     pose = link_pose(robot, read_joint_values(rig, robot), link)
-    previous = _set_mode(context, rig, "EDIT")
+    previous = set_mode(context, rig, "EDIT")
     try:
         bones = rig.data.edit_bones
         name = f"IK_{link}"
@@ -78,9 +80,9 @@ def add_control_bone(context, rig, robot, link: str) -> str:
         bone.matrix = _matrix(pose)
         bone.parent = bones.get(robot.root_link)
         bone.use_deform = False
-        _ik_collection(rig.data).assign(bone)
+        ik_collection(rig.data).assign(bone)
     finally:
-        _set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+        set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
     pose_bone = rig.pose.bones[name]
     pose_bone.lock_scale = (True, True, True)
     pose_bone.rotation_mode = "QUATERNION"
@@ -162,13 +164,13 @@ def remove_ik_target(context, rig, target) -> None:
     bone = target.control_bone if target.control_object == rig else ""
     tree.nodes.remove(target)
     if bone and bone in rig.data.bones:
-        previous = _set_mode(context, rig, "EDIT")
+        previous = set_mode(context, rig, "EDIT")
         try:
             edit_bone = rig.data.edit_bones.get(bone)
             if edit_bone is not None:
                 rig.data.edit_bones.remove(edit_bone)
         finally:
-            _set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+            set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
     if not target_nodes(tree):
         rig.kinema_tree = None
         bpy.data.node_groups.remove(tree)
@@ -186,12 +188,12 @@ def key_target_link(target, robot, link: str, frame: float) -> None:
 
 
 #: Find Solutions' found set per rig (the panel's ◀ ▶ steps through it).
-_found: dict[str, dict] = {}
+found_solutions: dict[str, dict] = {}
 
 RING_SHAPE = "Kinema Swivel Ring"
 
 
-def _first_target(rig):
+def first_target(rig):
     targets = target_nodes(rig_tree(rig), rig)
     return targets[0] if targets else None
 
@@ -222,7 +224,7 @@ def find_solutions(context, rig) -> dict:
     from .rig import read_joint_values, robot_for_rig
 
     robot = robot_for_rig(rig)
-    target = _first_target(rig)
+    target = first_target(rig)
     if target is None:
         raise ValueError("this rig has no IK target")
     goals, options = _goals_and_options(rig, target, robot)
@@ -230,7 +232,7 @@ def find_solutions(context, rig) -> dict:
     configurations = find_configurations(robot, goals, current, options, hold_prismatic=False)
     index = next((i for i, c in enumerate(configurations) if c.current), 0)
     state = {"configurations": configurations, "index": index, "link": goals[0].link if goals else ""}
-    _found[rig.name] = state
+    found_solutions[rig.name] = state
     return state
 
 
@@ -239,7 +241,7 @@ def step_configuration(rig, step: int) -> int:
     from ..core.stages.configurations import step_index
     from .rig import robot_for_rig, write_joint_values
 
-    state = _found.get(rig.name)
+    state = found_solutions.get(rig.name)
     if not state or not state["configurations"]:
         raise ValueError("click Find Solutions first")
     index = step_index(len(state["configurations"]), state["index"], step)
@@ -274,7 +276,7 @@ def add_elbow_swivel(context, rig, target=None):
     from .rig import read_joint_values, robot_for_rig
 
     robot = robot_for_rig(rig)
-    target = target or _first_target(rig)
+    target = target or first_target(rig)
     if target is None:
         raise ValueError("add an IK target first")
     tree = target.id_data
@@ -285,11 +287,11 @@ def add_elbow_swivel(context, rig, target=None):
         raise ValueError(f"the chain to '{link}' has no spare joint: its elbow cannot swing")
     geometry = swivel_geometry(robot, link, read_joint_values(rig, robot), held)
     shoulder, axis, angle = geometry["shoulder"], geometry["axis"], float(geometry["angle"])
-    from ..core.stages.swivel import _reference
+    from ..core.stages.swivel import reference_directions
 
-    reference, _ = _reference(axis[None])
+    reference, _ = reference_directions(axis[None])
     length = 0.5 * float(np.linalg.norm(geometry["wrist"] - shoulder))
-    previous = _set_mode(context, rig, "EDIT")
+    previous = set_mode(context, rig, "EDIT")
     try:
         bones = rig.data.edit_bones
         bone = bones.new("IK_swivel")
@@ -299,9 +301,9 @@ def add_elbow_swivel(context, rig, target=None):
         bone.align_roll(tuple(np.cross(reference[0], axis)))  # bone X = the swivel's zero direction
         bone.parent = bones.get(robot.root_link)
         bone.use_deform = False
-        _ik_collection(rig.data).assign(bone)
+        ik_collection(rig.data).assign(bone)
     finally:
-        _set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+        set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
     ring = rig.pose.bones[name]
     ring.rotation_mode = "XYZ"
     ring.lock_location = (True, True, True)

@@ -233,10 +233,10 @@ def group_problems(group_node) -> str:
     error = _flatten_errors.get((tree.as_pointer(), group_node.name))
     if error:
         messages.append(error)
-    compiled = evaluator._compiled.get(tree.as_pointer())
-    if compiled is not None:
+    program = evaluator.compiled_program(tree)
+    if program is not None:
         prefix = group_node.name + SEPARATOR
-        for name, found in compiled[1].problems.by_node.items():
+        for name, found in program.problems.by_node.items():
             if name.startswith(prefix) and found:
                 messages.append(f"{name[len(prefix):]}: {'; '.join(found)}")
     return "; ".join(messages)

@@ -18,7 +18,7 @@ from ..core.presets import (
     make_preset,
     save_preset,
 )
-from .edit import _set_mode, add_control_bone, key_target_link, rig_tree
+from .edit import set_mode, add_control_bone, key_target_link, rig_tree
 
 
 PRESET_DIR_ENV = "KINEMA_NODES_PRESET_DIR"
@@ -136,14 +136,14 @@ def _clear_tree(context, rig, tree) -> list:
     if tree.animation_data is not None:
         tree.animation_data_clear()
     if bones:
-        previous = _set_mode(context, rig, "EDIT")
+        previous = set_mode(context, rig, "EDIT")
         try:
             for name in bones:
                 bone = rig.data.edit_bones.get(name)
                 if bone is not None:
                     rig.data.edit_bones.remove(bone)
         finally:
-            _set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+            set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
     return overrides
 
 
@@ -233,7 +233,7 @@ def _set_setting(node, prop: str, value) -> None:
 def _link_now(plan: BoundPreset, target: str, frame: float) -> str | None:
     """The link a target of the plan aims at on `frame` (its keys, or a Link Switch feeding it),
     so its control bone is made where that link is."""
-    from ..core.graph.program import _link_switch
+    from ..core.graph.program import link_switch
 
     keys = plan.link_keys.get(target)
     if keys:
@@ -245,7 +245,7 @@ def _link_now(plan: BoundPreset, target: str, frame: float) -> str | None:
     for link in plan.spec.inputs(target, "Link"):
         source = plan.spec.node(link.from_node)
         if source.kind == "link_switch":
-            return _link_switch(source)(frame)
+            return link_switch(source)(frame)
     return None
 
 

@@ -74,12 +74,11 @@ def _channel_for(robot: RobotModel, joint: Joint) -> JointChannel:
 
 def joint_channels(robot: RobotModel) -> list[JointChannel]:
     """Every movable joint's channel (actuated first-in-tree-order, mimics included), cached."""
-    cached = robot.__dict__.get("_kinema_channels")
-    if cached is None:
-        cached = [_channel_for(robot, joint) for joint in robot.joints if joint.is_movable]
-        robot.__dict__["_kinema_channels"] = cached
-        robot.__dict__["_kinema_channel_by_joint"] = {c.joint: c for c in cached}
-    return cached
+    cache = robot.cache("rig_channels")
+    if "all" not in cache:
+        cache["all"] = [_channel_for(robot, joint) for joint in robot.joints if joint.is_movable]
+        cache["by_joint"] = {c.joint: c for c in cache["all"]}
+    return cache["all"]
 
 
 def joint_channel(robot: RobotModel, joint_name: str) -> tuple[str, str, int, float]:
@@ -88,7 +87,7 @@ def joint_channel(robot: RobotModel, joint_name: str) -> tuple[str, str, int, fl
     The channel holds `scale * value`; for a mimic joint, value is its source joint's value.
     """
     joint_channels(robot)
-    channel = robot.__dict__["_kinema_channel_by_joint"].get(joint_name)
+    channel = robot.cache("rig_channels")["by_joint"].get(joint_name)
     if channel is None:
         movable = [c.joint for c in joint_channels(robot)]
         raise KinemaError(f"unknown movable joint '{joint_name}'; movable joints: {', '.join(movable)}")
@@ -97,12 +96,11 @@ def joint_channel(robot: RobotModel, joint_name: str) -> tuple[str, str, int, fl
 
 def actuated_channels(robot: RobotModel) -> list[JointChannel]:
     """Channels of the actuated joints, in configuration-vector order."""
-    cached = robot.__dict__.get("_kinema_actuated_channels")
-    if cached is None:
-        by_joint = {c.joint: c for c in joint_channels(robot)}
-        cached = [by_joint[name] for name in robot.actuated_joint_names]
-        robot.__dict__["_kinema_actuated_channels"] = cached
-    return cached
+    joint_channels(robot)
+    cache = robot.cache("rig_channels")
+    if "actuated" not in cache:
+        cache["actuated"] = [cache["by_joint"][name] for name in robot.actuated_joint_names]
+    return cache["actuated"]
 
 
 # ---- the robot a rig carries ---------------------------------------------------------------

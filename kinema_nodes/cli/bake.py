@@ -30,7 +30,7 @@ from .csv_files import TargetTrack, read_targets_csv, write_joints_csv
 
 def key_control(bpy, rig, target, track: TargetTrack) -> None:
     """Key the control bone so its armature-space pose is the track's pose on each frame (in bulk)."""
-    from ..blender.baking import _channelbag, _fcurve, write_keys
+    from ..blender.baking import channelbag, ensure_fcurve, write_keys
     from ..core.model.rotations import matrix_to_quaternion, quaternion_to_matrix
 
     bone = rig.pose.bones[target.control_bone]
@@ -47,13 +47,13 @@ def key_control(bpy, rig, target, track: TargetTrack) -> None:
     for i in range(1, len(quaternions)):  # keep neighbours on one hemisphere so keys blend the short way
         if np.dot(quaternions[i], quaternions[i - 1]) < 0:
             quaternions[i] = -quaternions[i]
-    bag = _channelbag(rig)
+    bag = channelbag(rig)
     frames = track.frames.astype(float)
     name = bone.name.replace("\\", "\\\\").replace('"', '\\"')
     for index in range(3):
-        write_keys(_fcurve(bag, f'pose.bones["{name}"].location', index, bone.name), frames, local[:, index, 3])
+        write_keys(ensure_fcurve(bag, f'pose.bones["{name}"].location', index, bone.name), frames, local[:, index, 3])
     for index in range(4):
-        write_keys(_fcurve(bag, f'pose.bones["{name}"].rotation_quaternion', index, bone.name), frames, quaternions[:, index])
+        write_keys(ensure_fcurve(bag, f'pose.bones["{name}"].rotation_quaternion', index, bone.name), frames, quaternions[:, index])
     bone.rotation_mode = "QUATERNION"
 
 
@@ -183,7 +183,7 @@ def add_arguments_bake(parser):
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _need_pillow() -> None:
+def need_pillow() -> None:
     """Fail before the bake, not after it, when the report picture cannot be drawn."""
     try:
         import PIL  # noqa: F401
@@ -210,7 +210,7 @@ def run_bake(args) -> int:
     if not (math.isfinite(args.speed_limit) and args.speed_limit > 0):
         raise KinemaError(f"--speed-limit must be a positive percentage, got {args.speed_limit}")
     if args.report:
-        _need_pillow()
+        need_pillow()
     track = read_targets_csv(args.targets)
     start = parse_joint_values(args.start)
     outcome = bake_track(args.urdf, args.link, track, args.out, solver=args.solver, start=start, fps=args.fps,

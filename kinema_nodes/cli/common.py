@@ -11,7 +11,7 @@ import numpy as np
 from ..core.errors import KinemaError
 
 
-class _OneLineParser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (the CLI's error contract)."""
 
     def error(self, message):
@@ -55,7 +55,7 @@ def emit(args, payload: dict, text: str) -> None:
 
 
 @contextlib.contextmanager
-def _answer_on_stdout_only():
+def answer_on_stdout_only():
     """Keep stdout for the command's answer: anything else written to fd 1 is dropped."""
     global _answer
     sys.stdout.flush()
@@ -74,5 +74,5 @@ def _answer_on_stdout_only():
         os.close(devnull)
 
 
-def _finite_or_none(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from .common import emit
 from ..core.errors import KinemaError
-from .bake import BakeOutcome, TerminalProgress, _need_pillow, bake_track, finish_outputs
+from .bake import BakeOutcome, TerminalProgress, need_pillow, bake_track, finish_outputs
 from .csv_files import TargetTrack, read_targets_csv, write_targets_csv
 
 
@@ -68,7 +68,7 @@ def run_demo(args) -> int:
     from ..core.model.robot import load_robot
 
     started = time.perf_counter()
-    _need_pillow()
+    need_pillow()
     resolution = _resolution(args.resolution)
     folder = Path(args.out)
     try:

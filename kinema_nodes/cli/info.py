@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from .common import _finite_or_none, emit, parse_joint_values
+from .common import finite_or_none, emit, parse_joint_values
 
 
 def add_arguments_info(parser):
@@ -20,9 +20,9 @@ def robot_info(robot) -> dict:
             "parent": joint.parent,
             "child": joint.child,
             "axis": [float(v) for v in joint.axis],
-            "lower": _finite_or_none(joint.lower) if joint.is_movable else None,
-            "upper": _finite_or_none(joint.upper) if joint.is_movable else None,
-            "velocity": _finite_or_none(joint.velocity) if joint.is_movable else None,
+            "lower": finite_or_none(joint.lower) if joint.is_movable else None,
+            "upper": finite_or_none(joint.upper) if joint.is_movable else None,
+            "velocity": finite_or_none(joint.velocity) if joint.is_movable else None,
             "actuated": joint.is_actuated,
         }
         if joint.mimic:

@@ -15,7 +15,7 @@ import sys
 
 
 from ..core.errors import KinemaError
-from .common import BLENDER_COMMANDS, _OneLineParser, _answer_on_stdout_only
+from .common import BLENDER_COMMANDS, OneLineParser, answer_on_stdout_only
 
 #: Subcommand -> module (in this package) that provides `add_arguments_<name>(parser)` and
 #: `run_<name>(args)`.
@@ -39,8 +39,8 @@ def _command(name: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog="kinema-nodes", description="Robot IK for Blender: headless commands.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    parser = OneLineParser(prog="kinema-nodes", description="Robot IK for Blender: headless commands.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name in COMMAND_MODULES:
         try:
             add_arguments, _ = _command(name)
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _, run = _command(args.command)
-    quiet = _answer_on_stdout_only() if args.command in BLENDER_COMMANDS else contextlib.nullcontext()
+    quiet = answer_on_stdout_only() if args.command in BLENDER_COMMANDS else contextlib.nullcontext()
     try:
         with quiet:
             return int(run(args) or 0)

@@ -74,7 +74,7 @@ def add_arguments_bench(parser) -> None:
 
 def run_bench(args) -> int:
     from ..core.model.robot import load_robot
-    from ..core.solve._bench import run_benchmark
+    from ..core.solve import run_benchmark
 
     if args.n < 1:
         raise KinemaError(f"--n must be at least 1, got {args.n}")

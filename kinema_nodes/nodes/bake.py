@@ -8,7 +8,7 @@ import json
 
 import bpy
 
-from ..tree import _dirty
+from ..tree import property_changed
 from .solution_node import SolutionNode
 
 
@@ -22,8 +22,8 @@ class KinemaBakeNode(SolutionNode, bpy.types.Node):
     settings = ("frame_start", "frame_end")
     has_output = False
 
-    frame_start: bpy.props.IntProperty(name="Start", default=1, update=_dirty)
-    frame_end: bpy.props.IntProperty(name="End", default=250, update=_dirty)
+    frame_start: bpy.props.IntProperty(name="Start", default=1, update=property_changed)
+    frame_end: bpy.props.IntProperty(name="End", default=250, update=property_changed)
     speed_limit: bpy.props.FloatProperty(
         name="Speed Limit", default=100.0, min=1.0, max=1000.0, subtype="PERCENTAGE",
         description="Flag frames where a joint moves faster than this share of its URDF velocity limit")

@@ -2,7 +2,7 @@
 
 import bpy
 
-from ..tree import _dirty
+from ..tree import property_changed
 from .solution_node import SolutionNode
 
 
@@ -16,7 +16,7 @@ class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
     frame_settings = ("configuration_index",)
 
     configuration_index: bpy.props.IntProperty(
-        name="Configuration", min=0, update=_dirty,
+        name="Configuration", min=0, update=property_changed,
         description="0: the solver's own answer (nearest where the arm was). 1, 2, ...: the distinct configurations "
                     "ordered from the robot's home pose, the same branch on every frame. Key it with Key Configuration "
                     "(stepped) or drive it to change configuration on purpose")

@@ -3,14 +3,14 @@
 import bpy
 
 from ..core.graph.spec import NodeSpec
-from ..tree import KinemaTreeNode, _dirty
+from ..tree import KinemaTreeNode, property_changed
 
 TOOL_POINT = "Tool point"
 
 
 def _control_changed(self, context):
     self.control_name = self.control_object.name if self.control_object else ""
-    _dirty(self, context)
+    property_changed(self, context)
 
 
 class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
@@ -22,15 +22,15 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
 
     control_object: bpy.props.PointerProperty(name="Control", type=bpy.types.Object, update=_control_changed,
                                               description="The object (or armature, with a bone) that the link reaches for")
-    control_bone: bpy.props.StringProperty(name="Bone", update=_dirty, description="Pose bone of the control object, if it is an armature")
+    control_bone: bpy.props.StringProperty(name="Bone", update=property_changed, description="Pose bone of the control object, if it is an armature")
     control_name: bpy.props.StringProperty(name="Control Name", description="Name of the control when it was chosen, to say which one went missing")
-    link_name: bpy.props.StringProperty(name="Target Bone", update=_dirty,
+    link_name: bpy.props.StringProperty(name="Target Bone", update=property_changed,
                                         description="Link (bone) to aim; empty means the robot's tool point")
     link_index: bpy.props.IntProperty(name="Target Bone Index", min=0,
                                       description="Keyable choice of link: 0 is Target Bone, k is the k-th link of the robot. "
                                                   "Key it with Key Target Bone so it steps")
-    position_weight: bpy.props.FloatProperty(name="Position Weight", default=1.0, min=0.0, update=_dirty)
-    rotation_weight: bpy.props.FloatProperty(name="Rotation Weight", default=1.0, min=0.0, update=_dirty)
+    position_weight: bpy.props.FloatProperty(name="Position Weight", default=1.0, min=0.0, update=property_changed)
+    rotation_weight: bpy.props.FloatProperty(name="Rotation Weight", default=1.0, min=0.0, update=property_changed)
 
     def init(self, context):
         self.inputs.new("KinemaRobotSocket", "Robot")

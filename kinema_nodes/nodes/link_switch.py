@@ -9,7 +9,7 @@ in between.
 import bpy
 
 from ..core.graph.spec import NodeSpec
-from ..tree import KinemaTreeNode, _dirty
+from ..tree import KinemaTreeNode, property_changed
 
 MODE_ITEMS = [
     ("FRAME", "Frame", "Each row starts at a frame"),
@@ -18,8 +18,8 @@ MODE_ITEMS = [
 
 
 class KinemaLinkRange(bpy.types.PropertyGroup):
-    start: bpy.props.FloatProperty(name="From", default=1.0, update=_dirty, description="First frame (or value) of this row")
-    link: bpy.props.StringProperty(name="Link", update=_dirty, description="Link (bone) to aim at from here on")
+    start: bpy.props.FloatProperty(name="From", default=1.0, update=property_changed, description="First frame (or value) of this row")
+    link: bpy.props.StringProperty(name="Link", update=property_changed, description="Link (bone) to aim at from here on")
 
 
 class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
@@ -29,8 +29,8 @@ class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
     bl_label = "Link Switch"
     bl_icon = "LINKED"
 
-    mode: bpy.props.EnumProperty(name="By", items=MODE_ITEMS, default="FRAME", update=_dirty)
-    value: bpy.props.FloatProperty(name="Value", update=_dirty, description="Drive or key this to choose a row (mode Value)")
+    mode: bpy.props.EnumProperty(name="By", items=MODE_ITEMS, default="FRAME", update=property_changed)
+    value: bpy.props.FloatProperty(name="Value", update=property_changed, description="Drive or key this to choose a row (mode Value)")
     ranges: bpy.props.CollectionProperty(type=KinemaLinkRange)
 
     def init(self, context):
@@ -58,9 +58,9 @@ class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
 
     def link_at(self, frame: float) -> str | None:
         """The link chosen at `frame` (the same rule the compiled program uses)."""
-        from ..core.graph.program import _link_switch
+        from ..core.graph.program import link_switch
 
-        return _link_switch(self.to_spec())(frame)
+        return link_switch(self.to_spec())(frame)
 
     def to_spec(self) -> NodeSpec:
         # The Value is part of the spec: a driven change recompiles (cheap; solver compiles are cached).

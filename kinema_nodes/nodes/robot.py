@@ -3,7 +3,7 @@
 import bpy
 
 from ..core.graph.spec import NodeSpec
-from ..tree import KinemaTreeNode, _dirty
+from ..tree import KinemaTreeNode, property_changed
 
 
 def _is_armature(self, obj):
@@ -30,7 +30,7 @@ class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
     bl_label = "Robot"
     bl_icon = "ARMATURE_DATA"
 
-    rig: bpy.props.PointerProperty(name="Rig", type=bpy.types.Object, poll=_is_armature, update=_dirty,
+    rig: bpy.props.PointerProperty(name="Rig", type=bpy.types.Object, poll=_is_armature, update=property_changed,
                                    description="The armature made by Import URDF")
     role_overrides: bpy.props.CollectionProperty(type=KinemaRoleOverride, name="Roles",
                                                  description="Roles set by hand (tool point, flange, wrist, ...) for presets; "

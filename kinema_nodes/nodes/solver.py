@@ -4,7 +4,7 @@ import bpy
 
 from ..core.defaults import DEFAULT_SOLVE_BUDGET_MS
 from ..core.graph.spec import NodeSpec
-from ..tree import KinemaTreeNode, _dirty
+from ..tree import KinemaTreeNode, property_changed
 
 BACKEND_ITEMS = [
     ("PYROKI", "PyRoki", "The real solver: joint limits, singularities, multi-turn joints"),
@@ -20,16 +20,16 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     bl_label = "Solver"
     bl_icon = "SETTINGS"
 
-    backend: bpy.props.EnumProperty(name="Solver", items=BACKEND_ITEMS, default="PYROKI", update=_dirty)
-    live: bpy.props.BoolProperty(name="Live IK", default=True, update=_dirty, description="Solve continuously as the target moves")
-    position_tolerance: bpy.props.FloatProperty(name="Position Tolerance", default=1e-5, min=1e-9, precision=6, unit="LENGTH", update=_dirty)
-    rotation_tolerance: bpy.props.FloatProperty(name="Rotation Tolerance", default=1e-5, min=1e-9, precision=6, update=_dirty,
+    backend: bpy.props.EnumProperty(name="Solver", items=BACKEND_ITEMS, default="PYROKI", update=property_changed)
+    live: bpy.props.BoolProperty(name="Live IK", default=True, update=property_changed, description="Solve continuously as the target moves")
+    position_tolerance: bpy.props.FloatProperty(name="Position Tolerance", default=1e-5, min=1e-9, precision=6, unit="LENGTH", update=property_changed)
+    rotation_tolerance: bpy.props.FloatProperty(name="Rotation Tolerance", default=1e-5, min=1e-9, precision=6, update=property_changed,
                                                 description="Radians")
-    max_iterations: bpy.props.IntProperty(name="Iterations", default=100, min=1, max=10000, update=_dirty)
-    use_own_budget: bpy.props.BoolProperty(name="Own Budget", default=False, update=_dirty,
+    max_iterations: bpy.props.IntProperty(name="Iterations", default=100, min=1, max=10000, update=property_changed)
+    use_own_budget: bpy.props.BoolProperty(name="Own Budget", default=False, update=property_changed,
                                            description="Use this node's budget instead of the one in Preferences")
-    budget_ms: bpy.props.FloatProperty(name="Budget (ms)", default=DEFAULT_SOLVE_BUDGET_MS, min=0.001, update=_dirty)
-    hold_prismatic: bpy.props.BoolProperty(name="Hold Slides", default=True, update=_dirty,
+    budget_ms: bpy.props.FloatProperty(name="Budget (ms)", default=DEFAULT_SOLVE_BUDGET_MS, min=0.001, update=property_changed)
+    hold_prismatic: bpy.props.BoolProperty(name="Hold Slides", default=True, update=property_changed,
                                            description="Prismatic joints (finger slides, rails) keep their values; move them by hand")
     # Readout of the last live solve. Read-only views of the evaluator's memory: writing them into
     # the tree every frame would make Blender re-evaluate the tree and the rig a second time.

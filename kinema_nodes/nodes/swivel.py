@@ -9,7 +9,7 @@ that runs the graph.
 
 import bpy
 
-from ..tree import _dirty
+from ..tree import property_changed
 from .solution_node import SolutionNode
 
 
@@ -27,11 +27,11 @@ class KinemaSwivelNode(SolutionNode, bpy.types.Node):
     frame_settings = ("swivel_angle",)
 
     swivel_angle: bpy.props.FloatProperty(
-        name="Swivel", subtype="ANGLE", update=_dirty,
+        name="Swivel", subtype="ANGLE", update=property_changed,
         description="Angle of the elbow about the shoulder-to-wrist line; 0 is the elbow up (toward the robot's +Z)")
-    ring_object: bpy.props.PointerProperty(name="Ring", type=bpy.types.Object, poll=_is_armature, update=_dirty,
+    ring_object: bpy.props.PointerProperty(name="Ring", type=bpy.types.Object, poll=_is_armature, update=property_changed,
                                            description="Armature holding the ring control (its Y rotation is the angle)")
-    ring_bone: bpy.props.StringProperty(name="Ring Bone", update=_dirty)
+    ring_bone: bpy.props.StringProperty(name="Ring Bone", update=property_changed)
 
     def ring(self):
         obj = self.ring_object

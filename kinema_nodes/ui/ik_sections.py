@@ -12,7 +12,7 @@ from __future__ import annotations
 import bpy
 
 from ..blender.edit import active_rig, rig_tree, solver_nodes, target_nodes
-from ..blender.edit import _found, _first_target, add_elbow_swivel, find_solutions, step_configuration, swivel_nodes
+from ..blender.edit import found_solutions, first_target, add_elbow_swivel, find_solutions, step_configuration, swivel_nodes
 
 PANEL = "KINEMA_PT_inverse_kinematics"
 
@@ -31,7 +31,7 @@ class _SectionOperator:
     @classmethod
     def poll(cls, context):
         rig = active_rig(context)
-        return rig is not None and _first_target(rig) is not None
+        return rig is not None and first_target(rig) is not None
 
 
 class KINEMA_OT_find_solutions(_SectionOperator, bpy.types.Operator):
@@ -105,7 +105,7 @@ class _Section:
     @classmethod
     def poll(cls, context):
         rig = active_rig(context)
-        return rig is not None and _first_target(rig) is not None
+        return rig is not None and first_target(rig) is not None
 
 
 class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):
@@ -117,7 +117,7 @@ class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):
         rig = active_rig(context)
         row = layout.row(align=True)
         row.operator("kinema.find_solutions", icon="VIEWZOOM")
-        state = _found.get(rig.name)
+        state = found_solutions.get(rig.name)
         if not state:
             layout.label(text="The other ways the arm can reach this pose")
             return
@@ -140,7 +140,7 @@ def _spare_joint(rig) -> bool:
     from ..core.stages.swivel import has_spare_joint
     from ..blender.rig import robot_for_rig
 
-    target = _first_target(rig)
+    target = first_target(rig)
     robot = robot_for_rig(rig)
     solver = solver_nodes(target.id_data)[0]
     held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p) if solver.hold_prismatic else frozenset()

@@ -69,9 +69,9 @@ def _fk_poses(rig, link, configurations, frames):
 
 
 def _fcurve_data(rig):
-    from kinema_nodes.blender.baking import _channelbag
+    from kinema_nodes.blender.baking import channelbag
 
-    bag = _channelbag(rig)
+    bag = channelbag(rig)
     data = {}
     for fcurve in bag.fcurves:
         co = np.empty(2 * len(fcurve.keyframe_points), dtype=np.float32)
@@ -314,9 +314,9 @@ def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
 
 
 def _channelbag_fcurves(rig):
-    from kinema_nodes.blender.baking import _channelbag
+    from kinema_nodes.blender.baking import channelbag
 
-    return _channelbag(rig).fcurves
+    return channelbag(rig).fcurves
 
 
 def test_baking_part_of_the_range_again_replaces_only_those_keys(blender):

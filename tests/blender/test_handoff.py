@@ -184,7 +184,7 @@ def test_aiming_at_the_flange_takes_the_finger_out_of_the_chain(blender):
 
 def test_panel_operators_run_through_bpy_ops(blender):
     """The buttons of the Configuration, Elbow Swivel and Hand-off sections, as Blender calls them."""
-    from kinema_nodes.ui.ik_sections import _found
+    from kinema_nodes.ui.ik_sections import found_solutions
     from kinema_nodes.blender.edit import swivel_nodes
 
     bpy = blender
@@ -194,7 +194,7 @@ def test_panel_operators_run_through_bpy_ops(blender):
     tree, target, solver = _add_target(bpy, rig, "flange")
     _settle(bpy)
     assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
-    count = len(_found[rig.name]["configurations"])
+    count = len(found_solutions[rig.name]["configurations"])
     assert count >= 2
     before = _joints(rig)
     assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}

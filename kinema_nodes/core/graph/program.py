@@ -204,7 +204,7 @@ def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
         rig = node.get("rig")
         if rig and rig not in robots and not problems.by_node.get(node.name):
             problems.add(node.name, f"'{rig}' is not an imported robot rig")
-    link_switches = {n.name: _link_switch(n) for n in spec.of_kind("link_switch")}
+    link_switches = {n.name: link_switch(n) for n in spec.of_kind("link_switch")}
     steps: list[SolverStep] = []
     for solver in spec.of_kind("solver"):
         targets: list[TargetStep] = []
@@ -242,7 +242,7 @@ def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
     return Program(spec, steps, problems, link_switches)
 
 
-def _link_switch(node) -> Callable[[float], str | None]:
+def link_switch(node) -> Callable[[float], str | None]:
     """A Link Switch node: `ranges` is ((first, link), ...); the last range started wins.
     `mode` "frame" (default) compares the frame; "value" compares the node's `value` (keyed or
     driven; it is in the spec, so a change recompiles), so the choice steps either way."""

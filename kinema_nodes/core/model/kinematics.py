@@ -42,7 +42,7 @@ def _step(robot: RobotModel, joint: Joint) -> ChainStep:
 
 def chain_steps(robot: RobotModel, link: str) -> list[ChainStep]:
     """The joints from the root to `link`, cached on the robot."""
-    cache = robot.__dict__.setdefault("_chain_steps", {})
+    cache = robot.cache("chain_steps")
     if link not in cache:
         cache[link] = [_step(robot, joint) for joint in robot.chain(link)]
     return cache[link]

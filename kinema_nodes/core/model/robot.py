@@ -101,6 +101,13 @@ class RobotModel:
         self.actuated_joints = [self.joint_by_name[n] for n in order if self.joint_by_name[n].is_actuated]
         self.actuated_joint_names = [j.name for j in self.actuated_joints]
         self._actuated_index = {n: i for i, n in enumerate(self.actuated_joint_names)}
+        self._derived: dict[str, dict] = {}
+
+    def cache(self, name: str) -> dict:
+        """A dict kept with this robot for data other modules derive from it once (chain steps,
+        chain problems, swivel chains, rig channels), one per `name`. It lives and dies with the
+        robot, so a reloaded robot never sees another's derived data."""
+        return self._derived.setdefault(name, {})
 
     # ---- configuration vectors ---------------------------------------------------------
     @property

@@ -3,11 +3,18 @@
 `solve` is the only entry point the rest of the product uses; `warm_up` compiles ahead of the
 first solve; `solve_trajectory` solves many frames seeded from each other (bake).
 JAX and PyRoki are imported only when the PyRoki backend first runs.
+
+Siblings use only the names below. Stages that add their own term to the solve (core/stages:
+the elbow swivel) build on `problem_for` / `TargetChain` (the cached fast FK and Jacobian of the
+target chains) and `check_targets` (the one target check); `run_benchmark` is the BENCHMARKS.md
+protocol, shared by `kinema-nodes bench` and bench/bench_ik.py.
 """
 
 from ._api import pyroki_available, solve, solve_trajectory, warm_up
+from ._bench import run_benchmark
 from ._cache import DEFAULT_LRU_SIZE, cache_root
-from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult
+from ._chain import TargetChain, problem_for
+from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_targets
 
 __all__ = [
     "DEFAULT_LRU_SIZE",
@@ -16,8 +23,12 @@ __all__ = [
     "IKTarget",
     "SolveOptions",
     "SolveResult",
+    "TargetChain",
     "cache_root",
+    "check_targets",
+    "problem_for",
     "pyroki_available",
+    "run_benchmark",
     "solve",
     "solve_trajectory",
     "warm_up",

@@ -180,7 +180,7 @@ class ChainProblem:
 
 def problem_for(robot: RobotModel, links: tuple[str, ...], held: frozenset[str]) -> ChainProblem:
     """A cached ChainProblem (chain data is reused across every frame of a live session)."""
-    cache = robot.__dict__.setdefault("_kinema_chain_problems", {})
+    cache = robot.cache("chain_problems")
     key = (links, held)
     problem = cache.get(key)
     if problem is None:

@@ -62,9 +62,9 @@ def _points(robot: RobotModel, links: tuple[str, str, str], q: np.ndarray) -> tu
 def _point_chains(robot: RobotModel, links: tuple[str, str, str], free: np.ndarray) -> list:
     """Fast FK chains of the shoulder, elbow and wrist links with selectors from chain columns to
     the free variables (cached on the robot per links and free set)."""
-    from ..solve._chain import TargetChain
+    from ..solve import TargetChain
 
-    cache = robot.__dict__.setdefault("_kinema_swivel_chains", {})
+    cache = robot.cache("swivel_chains")
     key = (links, tuple(int(i) for i in free))
     if key not in cache:
         position = {int(j): c for c, j in enumerate(free)}
@@ -80,7 +80,7 @@ def _point_chains(robot: RobotModel, links: tuple[str, str, str], free: np.ndarr
     return cache[key]
 
 
-def _reference(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def reference_directions(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of `axis` (B, 3): the zero direction (perpendicular to it) and its right-handed partner."""
     up = np.broadcast_to(np.array([0.0, 0.0, 1.0]), axis.shape)
     ref = up - np.sum(up * axis, axis=-1, keepdims=True) * axis
@@ -101,7 +101,7 @@ def swivel_geometry(robot: RobotModel, link: str, q: np.ndarray, held=frozenset(
     axis = axis / np.maximum(np.linalg.norm(axis, axis=-1, keepdims=True), 1e-12)
     offset = elbow - shoulder
     offset = offset - np.sum(offset * axis, axis=-1, keepdims=True) * axis
-    ref, partner = _reference(axis)
+    ref, partner = reference_directions(axis)
     angle = np.arctan2(np.sum(offset * partner, axis=-1), np.sum(offset * ref, axis=-1))
     return {"shoulder": shoulder, "elbow": elbow, "wrist": wrist, "axis": axis, "angle": angle}
 
@@ -147,7 +147,7 @@ def lm_batch(problem, q: np.ndarray, targets, tol_p: float, tol_r: float, iterat
             axis /= np.maximum(np.linalg.norm(axis, axis=-1, keepdims=True), 1e-12)
             offset = elbow - shoulder
             offset -= np.sum(offset * axis, axis=-1, keepdims=True) * axis
-            ref, partner = _reference(axis)
+            ref, partner = reference_directions(axis)
             angles = np.arctan2(np.sum(offset * partner, -1), np.sum(offset * ref, -1)).reshape(len(qs), k + 1)
             swivel_residual = wrap(wanted - angles[:, 0])
             derivative = wrap(angles[:, 1:] - angles[:, :1]) / DERIVATIVE_STEP
@@ -216,9 +216,7 @@ def set_swivel(robot: RobotModel, targets, start: np.ndarray, angle: float, opti
     """Joint values that keep `targets` and put the elbow at swivel `angle` (rad), seeded from
     `start` (a configuration that already reaches the targets, ideally). Never raises for a
     swivel that limits forbid: the arm goes as far as it can and `saturated` says so."""
-    from ..solve import solve
-    from ..solve._chain import problem_for
-    from ..solve._types import check_targets
+    from ..solve import check_targets, problem_for, solve
 
     arrays = check_targets(robot, targets)
     link = link or arrays.links[0]
