@@ -8,9 +8,9 @@ several imports are built once: a mesh data-block remembers the file and scale i
 
 from __future__ import annotations
 
+import functools
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import bpy
@@ -20,29 +20,18 @@ from mathutils import Matrix
 from . import rig
 from ..core.errors import RobotFileError
 from ..core.model.kinematics import link_poses
+from ..core.model.meshes import MeshArrays, load_mesh, srgb_to_linear
 from ..core.model.robot import RobotModel, load_robot
 
 #: Longest name Blender keeps for a bone or object (bytes); a longer link name would be cut.
 MAX_NAME_BYTES = 63
 #: Colour of geometry that names none (linear RGBA).
 DEFAULT_COLOUR = (0.6, 0.6, 0.62, 1.0)
-#: XML a COLLADA file never needs and that can expand without bound or read other files.
-_XML_DECLARATIONS = re.compile(rb"<!(ENTITY|DOCTYPE)", re.IGNORECASE)
 #: Edges sharper than this keep a hard edge on smooth-shaded meshes.
 SHARP_ANGLE = math.radians(35.0)
 
 
 # ---- geometry as arrays (no bpy) ----------------------------------------------------------------
-
-@dataclass
-class MeshArrays:
-    """Triangles ready for Blender: vertices (n, 3) float, faces (f, 3) int, a material per face."""
-
-    vertices: np.ndarray
-    faces: np.ndarray
-    face_material: np.ndarray
-    materials: list[tuple[str, tuple[float, float, float, float]]] = field(default_factory=list)
-
 
 @dataclass
 class GeometryItem:
@@ -55,83 +44,6 @@ class GeometryItem:
     material: tuple[str, tuple[float, float, float, float]] | None  # URDF material, if any
     name: str
     load: object  # () -> MeshArrays
-
-
-def _srgb_to_linear(c: float) -> float:
-    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-
-def _rgba_from_trimesh(colour) -> tuple[float, float, float, float]:
-    rgba = np.asarray(colour, dtype=float).ravel()[:4] / 255.0
-    if rgba.size < 4:
-        rgba = np.concatenate([rgba, np.ones(4 - rgba.size)])
-    return (_srgb_to_linear(rgba[0]), _srgb_to_linear(rgba[1]), _srgb_to_linear(rgba[2]), float(rgba[3]))
-
-
-def _geometry_colour(geometry) -> tuple[str, tuple[float, float, float, float]] | None:
-    """The colour a mesh file gives a geometry (COLLADA/OBJ materials), or None."""
-    visual = getattr(geometry, "visual", None)
-    if visual is None:
-        return None
-    material = getattr(visual, "material", None)
-    if material is not None:
-        colour = getattr(material, "main_color", None)
-        if colour is not None:
-            return (getattr(material, "name", None) or "material", _rgba_from_trimesh(colour))
-    if getattr(visual, "kind", None) == "face" or getattr(visual, "kind", None) == "vertex":
-        colour = getattr(visual, "main_color", None)
-        if colour is not None:
-            return ("colour", _rgba_from_trimesh(colour))
-    return None
-
-
-def load_mesh_file(path: Path, scale: tuple[float, float, float], urdf_path: Path) -> MeshArrays:
-    """A mesh file (STL, OBJ, DAE, ...) as triangles in metres, each part with its colour."""
-    import trimesh
-
-    if path.suffix.lower() == ".dae":
-        try:
-            head = path.read_bytes()
-        except OSError as exc:
-            raise RobotFileError(urdf_path, f"mesh '{path}' cannot be read: {exc.strerror or exc}") from None
-        if _XML_DECLARATIONS.search(head):
-            raise RobotFileError(urdf_path, f"mesh '{path}' declares a DOCTYPE or XML entities; refused (COLLADA never needs them)")
-    try:
-        scene = trimesh.load(str(path), force="scene")
-    except Exception as exc:  # noqa: BLE001 -- trimesh and pycollada raise many kinds
-        raise RobotFileError(urdf_path, f"mesh '{path}' could not be read: {type(exc).__name__}: {exc}") from None
-    vertices, faces, face_material, materials = [], [], [], []
-    material_index: dict[tuple, int] = {}
-    offset = 0
-    for node in scene.graph.nodes_geometry:
-        transform, geometry_name = scene.graph[node]
-        geometry = scene.geometry.get(geometry_name)
-        if geometry is None or not hasattr(geometry, "faces") or len(geometry.faces) == 0:
-            continue
-        v = np.asarray(geometry.vertices, dtype=float)
-        v = v @ transform[:3, :3].T + transform[:3, 3]
-        f = np.asarray(geometry.faces, dtype=np.int64)
-        colour = _geometry_colour(geometry)
-        slot = -1
-        if colour is not None:
-            slot = material_index.setdefault(colour, len(materials))
-            if slot == len(materials):
-                materials.append(colour)
-        vertices.append(v)
-        faces.append(f + offset)
-        face_material.append(np.full(len(f), slot, dtype=np.int64))
-        offset += len(v)
-    if not vertices:
-        raise RobotFileError(urdf_path, f"mesh '{path}' has no triangles")
-    v = np.concatenate(vertices) * np.asarray(scale, dtype=float)
-    if not np.all(np.isfinite(v)):
-        raise RobotFileError(urdf_path, f"mesh '{path}' has NaN or inf vertices")
-    fm = np.concatenate(face_material)
-    if materials:
-        fm[fm < 0] = 0
-    else:
-        fm[:] = 0
-    return MeshArrays(v, np.concatenate(faces), fm, materials)
 
 
 def _primitive(kind: str, size: tuple[float, ...]) -> MeshArrays:
@@ -159,7 +71,7 @@ def _urdf_material(robot: RobotModel, element) -> tuple[str, tuple[float, float,
         return None
     rgba = tuple(float(c) for c in colour)
     # URDF colours are display colours (sRGB); Blender materials are linear.
-    return (material.name or "colour", (_srgb_to_linear(rgba[0]), _srgb_to_linear(rgba[1]), _srgb_to_linear(rgba[2]), rgba[3]))
+    return (material.name or "colour", (srgb_to_linear(rgba[0]), srgb_to_linear(rgba[1]), srgb_to_linear(rgba[2]), rgba[3]))
 
 
 def geometry_items(robot: RobotModel, collision: bool = True) -> list[GeometryItem]:
@@ -182,7 +94,7 @@ def geometry_items(robot: RobotModel, collision: bool = True) -> list[GeometryIt
                     if ref is None:
                         raise RobotFileError(robot.path, f"link '{link.name}' {role} mesh '{geometry.mesh.filename}' not found")
                     key = f"{ref.path.resolve()}|{ref.scale[0]:.9g},{ref.scale[1]:.9g},{ref.scale[2]:.9g}"
-                    load = (lambda p=ref.path, s=ref.scale: load_mesh_file(p, s, robot.path))
+                    load = functools.partial(load_mesh, ref.path, ref.scale, robot.path, ref.filename)
                 elif geometry.box is not None:
                     size = tuple(float(s) for s in geometry.box.size)
                     key, load = f"box|{size}", (lambda s=size: _primitive("box", s))

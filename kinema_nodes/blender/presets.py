@@ -66,7 +66,12 @@ def available_presets() -> list[tuple[Path, Preset]]:
                 continue
             try:
                 found.append((path, load_preset(path)))
-            except PresetError:
+            except PresetError as exc:
+                import warnings
+
+                from ..core.presets import PresetWarning
+
+                warnings.warn(f"skipped preset {path}: {exc}", PresetWarning, stacklevel=2)
                 continue
             seen.add(path.name)
     return found
@@ -148,18 +153,75 @@ def _clear_tree(context, rig, tree) -> list:
 
 
 def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
-    """Build `plan` into the rig's tree (replacing what was there). Returns the tree."""
+    """Build `plan` as the rig's tree (replacing what was there). Returns the tree.
+
+    A transaction: the new tree is built aside, with its own control bones, and swapped in
+    only when it is whole. If anything fails part-way, the new tree and the bones it made are
+    removed and the rig keeps its old tree, untouched (a `PresetError` says what failed)."""
+    from ..core.errors import KinemaError
     from .rig import robot_for_rig
 
     robot = robot_for_rig(rig)
-    tree = rig_tree(rig)
+    old = rig_tree(rig)
     overrides = []
-    if tree is None:
-        tree = bpy.data.node_groups.new(f"Kinema {rig.name}", "KinemaNodeTree")
-        tree.use_fake_user = True
-        rig.kinema_tree = tree
-    else:
-        overrides = _clear_tree(context, rig, tree)
+    old_robot = robot_node_of(old, rig) if old is not None else None
+    if old_robot is not None:
+        overrides = [(item.role, item.link) for item in old_robot.role_overrides]
+    name = old.name if old is not None else f"Kinema {rig.name}"
+    tree = bpy.data.node_groups.new(f"{name} (new)", "KinemaNodeTree")
+    made_bones: list[str] = []
+    try:
+        live = _fill_tree(context, rig, robot, plan, tree, overrides, backend, made_bones)
+    except Exception as exc:
+        bpy.data.node_groups.remove(tree)
+        _remove_bones(context, rig, made_bones)
+        if isinstance(exc, KinemaError):
+            raise
+        raise PresetError(f"preset '{plan.preset.name}' could not be built on '{rig.name}' "
+                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}). Nothing was changed.") from None
+    if old is not None:
+        _clear_tree(context, rig, old)
+        bpy.data.node_groups.remove(old)
+    tree.name = name
+    tree.use_fake_user = True
+    rig.kinema_tree = tree
+    _tidy_bone_names(rig, tree, made_bones)
+    for node_name, value in live.items():
+        tree.nodes[node_name].live = value
+    evaluator.mark_dirty(tree)
+    return tree
+
+
+def _remove_bones(context, rig, names: list[str]) -> None:
+    if not names:
+        return
+    previous = set_mode(context, rig, "EDIT")
+    try:
+        for bone_name in names:
+            bone = rig.data.edit_bones.get(bone_name)
+            if bone is not None:
+                rig.data.edit_bones.remove(bone)
+    finally:
+        set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+
+
+def _tidy_bone_names(rig, tree, names: list[str]) -> None:
+    """Control bones made while the old tree's were still there got a '.001' suffix; give them
+    their plain name back now that the old ones are gone."""
+    for bone_name in names:
+        plain = bone_name.rsplit(".", 1)[0] if bone_name.rsplit(".", 1)[-1].isdigit() else bone_name
+        bone = rig.data.bones.get(bone_name)
+        if bone is None or plain == bone_name or plain in rig.data.bones:
+            continue
+        bone.name = plain
+        for node in tree.nodes:
+            if node.bl_idname == "KinemaIKTargetNode" and node.control_bone == bone_name:
+                node.control_bone = plain
+
+
+def _fill_tree(context, rig, robot, plan: BoundPreset, tree, overrides, backend, made_bones: list[str]) -> dict:
+    """Every node, control bone, link and key of `plan` into the empty `tree`. Returns
+    {solver: live} to switch on once the tree is in place."""
     made = {}
     rows: dict[str, int] = {}
     live = {}
@@ -196,6 +258,7 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
         link = _link_now(plan, name, context.scene.frame_current) or target.link_name or robot.tool_point
         target.control_object = rig
         target.control_bone = add_control_bone(context, rig, robot, link)
+        made_bones.append(target.control_bone)
     for link in plan.spec.links:
         tree.links.new(made[link.from_node].outputs[link.from_socket], made[link.to_node].inputs[link.to_socket])
     for name, keys in plan.link_keys.items():
@@ -204,10 +267,7 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
             key_target_link(target, robot, link, frame)
         _show_keyed_value(target, context.scene.frame_current)
     _hold_swivel(plan, made, rig, robot)
-    for name, value in live.items():
-        made[name].live = value
-    evaluator.mark_dirty(tree)
-    return tree
+    return live
 
 
 def _set_setting(node, prop: str, value) -> None:

@@ -205,6 +205,11 @@ def run_bake(args) -> int:
     _check_output(args.out, ".blend", "--out")
     _check_output(args.joints_out, ".csv", "--joints-out")
     _check_output(args.report, ".png", "--report")
+    from ..core.files import check_output_path
+
+    for option, value in (("--out", args.out), ("--joints-out", args.joints_out), ("--report", args.report)):
+        if value:
+            check_output_path(value, option)  # refused now, not after the bake
     if args.fps is not None and not (math.isfinite(args.fps) and args.fps > 0):
         raise KinemaError(f"--fps must be a positive number, got {args.fps}")
     if not (math.isfinite(args.speed_limit) and args.speed_limit > 0):

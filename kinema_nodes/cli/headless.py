@@ -71,22 +71,60 @@ def blend_path(path: str | Path) -> Path:
     path = Path(path).resolve()
     if path.suffix.lower() != ".blend":
         raise KinemaError(f"--out '{path}' must end in .blend")
-    return path
+    from ..core.files import check_output_path
+
+    return check_output_path(path, "--out")
 
 
 def save_blend(bpy, path: str | Path) -> Path:
-    """Save the open file to `path` (folders made as needed); a clear error when it cannot be written."""
-    path = blend_path(path)
+    """Save the open file to `path` whole or not at all: Blender saves to a temporary name in
+    the same folder, the result is checked (a .blend that ends in its ENDB block) and fsynced,
+    and only then moved over `path`. A full disk leaves an existing `path` as it was, and no
+    `.blend1` backup or `@` temporary is left behind."""
+    from ..core.files import check_output_path, write_with
+
+    path = check_output_path(blend_path(path), "--out")
+
+    def save(temporary: Path) -> None:
+        try:
+            with blender_output_to_stderr():
+                bpy.ops.wm.save_as_mainfile(filepath=str(temporary), check_existing=False, compress=True, copy=True)
+        except RuntimeError as exc:
+            raise KinemaError(f"cannot save '{path}': {str(exc).strip().splitlines()[-1]}; the old file is unchanged") from None
+        if not blend_is_whole(temporary):
+            raise KinemaError(f"cannot save '{path}': Blender wrote an incomplete file (disk full?); the old file is unchanged")
+
+    return write_with(path, save, "--out", leftovers=("@", "1"))
+
+
+def blend_is_whole(path: str | Path) -> bool:
+    """True when `path` is a complete .blend: the BLENDER header, and an ENDB block at the end
+    (through zstd when compressed). A truncated save fails this."""
+    path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise KinemaError(f"cannot create folder for '{path}': {exc.strerror or exc}") from None
-    try:
-        with blender_output_to_stderr():
-            bpy.ops.wm.save_as_mainfile(filepath=str(path), check_existing=False, compress=True)
-    except RuntimeError as exc:
-        raise KinemaError(f"cannot save '{path}': {str(exc).strip().splitlines()[-1]}") from None
-    return path
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+            handle.seek(0)
+            if head == b"\x28\xb5\x2f\xfd":
+                try:
+                    import zstandard
+                except ImportError:
+                    return path.stat().st_size > 64  # cannot look inside: trust Blender's own error
+                tail, first = b"", b""
+                try:
+                    reader = zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True)
+                    while chunk := reader.read(1 << 20):
+                        first = first or chunk[:7]
+                        tail = (tail + chunk)[-64:]
+                except zstandard.ZstdError:
+                    return False
+            else:
+                first = handle.read(7)
+                handle.seek(max(0, path.stat().st_size - 64))
+                tail = handle.read()
+    except OSError:
+        return False
+    return first == b"BLENDER" and b"ENDB" in tail
 
 
 def parse_resolution(text: str) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""cli.report"""
+"""The report picture of `bake` and `demo`: each keyed joint over time against its limits, with
+the flags of the bake drawn on the joints they are about."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     solution, report = result.solution, result.report
     frames = solution.frames
     names = [n for n, keyed in zip(robot.actuated_joint_names, solution.keyed) if keyed] or list(robot.actuated_joint_names)
-    width, strip, left, right, top, bottom = 1000, 78, 150, 20, 58, 58
+    width, strip, left, right, top, bottom = 1000, 78, 150, 20, 58, 72
     height = top + strip * len(names) + bottom
     image = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(image, "RGBA")
@@ -36,7 +37,9 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     def x_of(frame):
         return left + (plot_right - left) * (float(frame) - first) / span
 
-    flagged = set(report.flagged)
+    whole_pose = _runs(sorted(set(report.not_converged) | set(report.flips)))  # a failed or flipped pose: every joint
+    per_joint = {name: (_runs(_frames_naming(report.near_limit, name)), _runs(_frames_naming(report.too_fast, name)))
+                 for name in names}
     handoffs = [i for i in range(1, len(frames)) if solution.links[i] != solution.links[i - 1]]
     headline = title or robot.name
     draw.text((left, 8), headline, fill=(20, 20, 20), font=font)
@@ -55,7 +58,8 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
         # Zoom on the motion (at least a tenth of the range tall) so small moves show; a limit
         # inside the view is drawn as a line with the out-of-range side shaded.
         low, high = float(values.min()), float(values.max())
-        least = 0.1 * (upper - lower) if limited else 0.2
+        # a joint locked by its limits (lower == upper) still gets a readable strip
+        least = 0.1 * (upper - lower) if limited and upper > lower else 0.2
         if high - low < least:
             middle = 0.5 * (low + high)
             low, high = middle - least / 2, middle + least / 2
@@ -72,21 +76,27 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
                     draw.rectangle([left, min(y_of(limit), y_of(outside)), plot_right, max(y_of(limit), y_of(outside))],
                                    fill=(240, 200, 200))
                     draw.line([left, y_of(limit), plot_right, y_of(limit)], fill=(200, 60, 60), width=2)
-        for frame in flagged:
-            x = x_of(frame)
-            draw.rectangle([x - bar / 2, y0, x + bar / 2, y1], fill=(220, 40, 40, 70))
+        near_runs, fast_runs = per_joint[name]
+        for runs, colour in ((whole_pose, NOT_CONVERGED_COLOUR), (near_runs, NEAR_LIMIT_COLOUR), (fast_runs, TOO_FAST_COLOUR)):
+            for a, b in runs:
+                draw.rectangle([max(left, x_of(a) - bar / 2), y0 + 1, min(plot_right, x_of(b) + bar / 2), y1 - 1], fill=colour)
         points = [(x_of(f), y_of(v)) for f, v in zip(frames, values)]
         if len(points) > 1:
             draw.line(points, fill=(30, 90, 200), width=2)
         else:
             draw.ellipse([points[0][0] - 2, points[0][1] - 2, points[0][0] + 2, points[0][1] + 2], fill=(30, 90, 200))
-        for value in (high - pad, low + pad):
-            draw.text((plot_right - 60, y_of(value) - (2 if value == high - pad else 12)), f"{value * scale:.1f}{unit}",
-                      fill=(120, 120, 130), font=small)
+        used_low, used_high = float(values.min()), float(values.max())
+        for value, above in ((used_high, True), (used_low, False)):  # the range actually used, where it is
+            y = y_of(value)
+            for x in range(int(plot_right - 70), int(plot_right), 4):
+                draw.line([x, y, x + 2, y], fill=(120, 120, 130))
+            draw.text((plot_right - 66, y - 13 if above else y + 1), f"{value * scale:.1f}{unit}", fill=(90, 90, 100), font=small)
         g0 = width - right - gauge
         draw.rectangle([g0, y0, width - right, y1], fill=(226, 230, 236), outline=(150, 150, 160))
         if limited:
             def g_of(value, y0=y0, y1=y1, lower=lower, upper=upper):
+                if upper <= lower:
+                    return 0.5 * (y0 + y1)
                 return y1 - (y1 - y0) * (float(value) - lower) / (upper - lower)
 
             used_low, used_high = float(values.min()), float(values.max())
@@ -103,15 +113,63 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     for i in handoffs:
         label = "hand-off to " + ", ".join(solution.links[i])
         draw.text((x_of(frames[i]) + 4, top - 14), label, fill=(60, 60, 60), font=small)
-    ticks = np.linspace(first, last, num=min(11, int(span) + 1))
-    for tick in ticks:
-        x = x_of(round(tick))
+    for tick in frame_ticks(int(first), int(last)):
+        x = x_of(tick)
         draw.line([x, axis_y - 4, x, axis_y + 2], fill=(80, 80, 80))
-        draw.text((x - 10, axis_y + 6), f"{round(tick)}", fill=(60, 60, 60), font=small)
-    legend = "frame.   Blue: joint value.  Red band: flagged frame.  Red line: a limit in view.  Dashes: hand-off."
-    draw.text((left, axis_y + 22), legend, fill=(60, 60, 60), font=small)
-    draw.text((left, axis_y + 36), "Right column: the joint's whole range, and the part this shot uses.", fill=(60, 60, 60), font=small)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    image.save(path)
-    return path
+        draw.text((x - 10, axis_y + 6), f"{tick}", fill=(60, 60, 60), font=small)
+    legend_y = axis_y + 22
+    x = left
+    for colour, words in ((NOT_CONVERGED_COLOUR, "not converged or branch flip (all joints)"),
+                          (TOO_FAST_COLOUR, "too fast (that joint)"), (NEAR_LIMIT_COLOUR, "near a limit (that joint)")):
+        draw.rectangle([x, legend_y + 2, x + 14, legend_y + 12], fill=colour, outline=(150, 150, 150))
+        draw.text((x + 18, legend_y), words, fill=(60, 60, 60), font=small)
+        x += 26 + 7 * len(words)
+    legend = ("Frame axis below.  Blue: joint value; dashed marks: the lowest and highest value used.  "
+              "Red line: a limit in view.  Dashes: hand-off.")
+    draw.text((left, legend_y + 16), legend, fill=(60, 60, 60), font=small)
+    draw.text((left, legend_y + 30), "Right column: the joint's whole range, and the part this shot uses.", fill=(60, 60, 60), font=small)
+    from ..core.files import write_with
+
+    return write_with(Path(path), lambda temporary: image.save(temporary, format="PNG"), "--report")
+
+
+#: Band colours (RGBA, over the strip's background).
+NOT_CONVERGED_COLOUR = (220, 40, 40, 80)
+TOO_FAST_COLOUR = (245, 140, 0, 110)
+NEAR_LIMIT_COLOUR = (150, 60, 200, 70)
+
+
+def frame_ticks(first: int, last: int, most: int = 10) -> list[int]:
+    """Evenly spaced, round frame numbers (a step of 1, 2 or 5 times a power of ten) across
+    first..last, at most about `most` of them, with the first and last frame where they fit."""
+    span = max(last - first, 1)
+    step = 1
+    for power in range(0, 8):
+        for factor in (1, 2, 5):
+            step = factor * 10 ** power
+            if span / step <= most:
+                break
+        else:
+            continue
+        break
+    ticks = list(range(-(-first // step) * step, last + 1, step))
+    if not ticks or ticks[0] - first > 0.4 * step:
+        ticks.insert(0, first)
+    if last - ticks[-1] > 0.4 * step:
+        ticks.append(last)
+    return ticks
+
+
+def _frames_naming(flags: dict[int, list[str]], name: str) -> list[int]:
+    return sorted(frame for frame, names in flags.items() if name in names)
+
+
+def _runs(frames: list[int]) -> list[tuple[int, int]]:
+    """[1, 2, 3, 7] -> [(1, 3), (7, 7)]: one band per run of frames, not one per frame."""
+    runs: list[list[int]] = []
+    for frame in frames:
+        if runs and frame == runs[-1][1] + 1:
+            runs[-1][1] = frame
+        else:
+            runs.append([frame, frame])
+    return [(a, b) for a, b in runs]

@@ -40,7 +40,9 @@ everything bound.
 from __future__ import annotations
 
 import json
+import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,20 @@ LINK_PARAMS = frozenset({"link"})
 
 class PresetError(KinemaError):
     """A preset file that cannot be read or used; the message names the file."""
+
+
+class PresetWarning(UserWarning):
+    """A preset file skipped while listing a folder (the others still load); names the file."""
+
+
+#: Largest preset file read: the shipped ones are ~2 KB.
+MAX_PRESET_BYTES = 1024 * 1024
+#: Sockets per node kind (inputs, outputs), as the nodes make them: a preset link must use these.
+NODE_SOCKETS = {
+    "robot": ((), ("Robot",)), "ik_target": (("Robot", "Link"), ("Target",)), "solver": (("Targets",), ("Solution",)),
+    "swivel": (("Solution",), ("Solution",)), "configuration": (("Solution",), ("Solution",)),
+    "bake": (("Solution",), ("Solution",)), "link_switch": ((), ("Link",)),
+}
 
 
 @dataclass(frozen=True)
@@ -148,6 +164,7 @@ def preset_from_json(data: Any, source: str = "<preset>", path: Path | None = No
         for key in ("params", "values", "keys"):
             if not isinstance(node.get(key, {}), dict):
                 fail(f"node '{node['name']}': '{key}' must be an object")
+        _check_node_fields(node, fail)
     links = data.get("links", [])
     if not isinstance(links, list):
         fail("'links' must be a list")
@@ -156,10 +173,19 @@ def preset_from_json(data: Any, source: str = "<preset>", path: Path | None = No
             fail(f"a link must be [from_node, from_socket, to_node, to_socket], not {link!r}")
         if link[0] not in names or link[2] not in names:
             fail(f"link {link!r} names a node the preset does not have")
+        kinds = {n["name"]: n["kind"] for n in nodes}
+        if link[1] not in NODE_SOCKETS[kinds[link[0]]][1]:
+            fail(f"link {link!r}: node '{link[0]}' ({kinds[link[0]]}) has no output socket '{link[1]}'")
+        if link[3] not in NODE_SOCKETS[kinds[link[2]]][0]:
+            fail(f"link {link!r}: node '{link[2]}' ({kinds[link[2]]}) has no input socket '{link[3]}'")
     requires = data.get("requires", {})
     if not isinstance(requires, dict) or not isinstance(requires.get("roles", []), list) \
-            or not isinstance(requires.get("arm_joints", 0), int):
-        fail("'requires' must be {\"roles\": [...], \"arm_joints\": n}")
+            or not isinstance(requires.get("arm_joints", 0), int) or isinstance(requires.get("arm_joints", 0), bool) \
+            or not all(isinstance(r, str) for r in requires.get("roles", [])) or not 0 <= requires.get("arm_joints", 0) <= 1000 \
+            or set(requires) - {"roles", "arm_joints"}:
+        fail("'requires' must be {\"roles\": [\"role\", ...], \"arm_joints\": n}")
+    if not isinstance(data.get("description", ""), str):
+        fail("'description' must be text")
     found: set[str] = set(requires.get("roles", []))
     _collect_roles(nodes, found)
     unknown = sorted(found - set(ROLES))
@@ -170,24 +196,105 @@ def preset_from_json(data: Any, source: str = "<preset>", path: Path | None = No
 
 
 def load_preset(path: str | Path) -> Preset:
+    """Read and check a preset file; anything wrong with it (not a regular file, too large,
+    not UTF-8, not JSON, nested too deep, a malformed field) is one `PresetError` naming it."""
+    from .files import check_input_file
+
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        check_input_file(path, "preset")
+        if path.stat().st_size > MAX_PRESET_BYTES:
+            raise PresetError(f"{path}: the preset is {path.stat().st_size} bytes; refusing presets over {MAX_PRESET_BYTES} bytes")
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+    except PresetError:
+        raise
+    except KinemaError as exc:
+        raise PresetError(f"{path}: {exc}") from None
     except OSError as exc:
         raise PresetError(f"{path}: cannot read the preset ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise PresetError(f"{path}: not UTF-8 text (byte {exc.start}); presets are UTF-8 JSON") from None
     except json.JSONDecodeError as exc:
         raise PresetError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    return preset_from_json(data, str(path), path)
+    except RecursionError:
+        raise PresetError(f"{path}: JSON nested too deep to be a preset") from None
+    except ValueError as exc:
+        raise PresetError(f"{path}: {exc}") from None
+    try:
+        return preset_from_json(data, str(path), path)
+    except RecursionError:
+        raise PresetError(f"{path}: JSON nested too deep to be a preset") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number a preset may hold")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_reference(value) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("role", "link") \
+        and isinstance(next(iter(value.values())), str) and bool(next(iter(value.values())))
+
+
+def _check_node_fields(node: dict, fail) -> None:
+    """Every field of one preset node has the shape the builder expects; else `fail` names it."""
+    name = node["name"]
+    if set(node) - {"name", "kind", "params", "values", "keys", "control"}:
+        fail(f"node '{name}': unknown field(s) {', '.join(sorted(set(node) - {'name', 'kind', 'params', 'values', 'keys', 'control'}))}")
+    if node.get("control") not in (None, "bone"):
+        fail(f"node '{name}': 'control' must be \"bone\" (or left out), not {node.get('control')!r}")
+    for key, value in node.get("params", {}).items():
+        where = f"node '{name}': params.{key}"
+        if key in LINK_PARAMS:
+            if not (value is None or value == "" or _is_reference(value)):
+                fail(f"{where} must be {{\"role\": ...}} or {{\"link\": ...}}, not {value!r:.60}")
+        elif node["kind"] == "link_switch" and key == "ranges":
+            if not isinstance(value, list) or not all(
+                    isinstance(row, list) and len(row) == 2 and _is_number(row[0]) and _is_reference(row[1]) for row in value):
+                fail(f"{where} must be a list of [first_frame, {{\"role\": ...}}] rows")
+        elif isinstance(value, list):
+            if len(value) > 64 or not all(_is_number(v) or isinstance(v, (str, bool)) for v in value):
+                fail(f"{where} must be a short list of numbers")
+        elif not (value is None or isinstance(value, (str, bool)) or _is_number(value)):
+            fail(f"{where} must be a number, text or true/false, not {type(value).__name__}")
+    for key, value in node.get("values", {}).items():
+        if not (_is_number(value) or isinstance(value, bool)):
+            fail(f"node '{name}': values.{key} must be a finite number, not {value!r:.60}")
+    keys = node.get("keys", {})
+    if set(keys) - {"link"}:
+        fail(f"node '{name}': keys.{sorted(set(keys) - {'link'})[0]} is not a key a preset can hold (only 'link')")
+    if "link" in keys:
+        rows = keys["link"]
+        if node["kind"] != "ik_target" or not isinstance(rows, list) or not all(
+                isinstance(row, list) and len(row) == 2 and _is_number(row[0]) and _is_reference(row[1]) for row in rows):
+            fail(f"node '{name}': keys.link must be a list of [frame, {{\"role\": ...}}] rows on an IK Target")
+
+
+def read_presets(folders: list[Path]) -> list[tuple[Path, Preset]]:
+    """Every readable preset in `folders`, in order; an unreadable one is skipped with a
+    `PresetWarning` naming it, so one bad file never hides the others."""
+    found = []
+    for folder in folders:
+        folder = Path(folder)
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            try:
+                found.append((path, load_preset(path)))
+            except PresetError as exc:
+                warnings.warn(f"skipped preset {path}: {exc}", PresetWarning, stacklevel=2)
+    return found
 
 
 def save_preset(preset: Preset, path: str | Path) -> Path:
     """Write `preset` as JSON (checked by reading it back the way `load_preset` will)."""
     path = Path(path)
     data = preset.to_json()
+    from .files import write_text
+
     preset_from_json(json.loads(json.dumps(data)), str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(data, indent=2, allow_nan=False) + "\n", "preset")
 
 
 def file_name(name: str) -> str:
@@ -200,15 +307,10 @@ def find_preset(name: str, folders: list[Path]) -> Path:
     """A preset by display name or file name (with or without .json), first folder first."""
     wanted = {name.lower(), file_name(name)[:-5], Path(name).stem.lower()}
     available = []
-    for folder in folders:
-        for path in sorted(Path(folder).glob("*.json")) if Path(folder).is_dir() else ():
-            try:
-                preset = load_preset(path)
-            except PresetError:
-                continue
-            available.append(preset.name)
-            if path.stem.lower() in wanted or preset.name.lower() in wanted:
-                return path
+    for path, preset in read_presets(folders):
+        available.append(preset.name)
+        if path.stem.lower() in wanted or preset.name.lower() in wanted:
+            return path
     shown = ", ".join(f"'{n}'" for n in available) or "(none)"
     raise PresetError(f"no preset named '{name}'; available presets: {shown}")
 
