@@ -212,7 +212,7 @@ def _goals_and_options(rig, target, robot):
         position, wxyz = pose_to_target(pose)
         goals.append(IKTarget(node.link_at_frame(robot), tuple(position), tuple(wxyz), node.position_weight, node.rotation_weight))
     solver = solver_nodes(tree)[0]
-    held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p) if solver.hold_prismatic else frozenset()
+    held = robot.held_joints(solver.hold_prismatic)
     options = SolveOptions(backend="numpy", position_tolerance=max(solver.position_tolerance, 1e-6),
                            rotation_tolerance=max(solver.rotation_tolerance, 1e-6), held_joints=held)
     return goals, options
@@ -281,7 +281,7 @@ def add_elbow_swivel(context, rig, target=None):
         raise ValueError("add an IK target first")
     tree = target.id_data
     solver = solver_nodes(tree)[0]
-    held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p) if solver.hold_prismatic else frozenset()
+    held = robot.held_joints(solver.hold_prismatic)
     link = target.link_at_frame(robot)
     if not has_spare_joint(robot, link, held):
         raise ValueError(f"the chain to '{link}' has no spare joint: its elbow cannot swing")

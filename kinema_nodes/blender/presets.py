@@ -333,7 +333,7 @@ def _hold_swivel(plan: BoundPreset, made: dict, rig, robot) -> None:
             continue
         solver = next((link.from_node for link in spec.inputs(node.name, "Solution")), None)
         targets = [spec.node(link.from_node) for link in spec.inputs(solver, "Targets")] if solver else []
-        held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p)
+        held = robot.held_joints(bool(spec.node(solver).get("hold_prismatic", True)) if solver else True)
         for target in targets:
             link = target.get("link") or robot.tool_point
             if has_spare_joint(robot, link, held):

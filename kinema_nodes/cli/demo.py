@@ -35,7 +35,7 @@ def demo_track(robot, start: np.ndarray, tool: str, frames_eight: int = 120, fra
     positions = np.stack([np.full_like(t, centre[0]), centre[1] + width * np.sin(t),
                           centre[2] + height * np.sin(t) * np.cos(t)], axis=1)
     goals = [IKTarget(tool, tuple(p), tuple(wxyz)) for p in positions]
-    held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p)
+    held = robot.held_joints()
     solved = solve_trajectory(robot, goals, start, SolveOptions(backend="numpy", held_joints=held))
     q = solved[-1].joints.copy()
     sweep = np.linspace(0.0, 1.0, frames_elbow + 1)[1:]

@@ -28,6 +28,8 @@ def add_arguments_solve(parser) -> None:
     parser.add_argument("--start", nargs="*", default=[], metavar="NAME=VALUE", help="start configuration (default: zero)")
     parser.add_argument("--cold", action="store_true", help="no useful start: try several seeds")
     parser.add_argument("--budget-ms", type=float, default=None, help="time budget per solve (default 33)")
+    parser.add_argument("--move-slides", action="store_true",
+                        help="let the solver move prismatic joints (a rail); gripper joints stay held, as in Blender")
 
 
 def run_solve(args) -> int:
@@ -37,9 +39,11 @@ def run_solve(args) -> int:
     robot = load_robot(args.urdf, check_meshes=False)
     link = robot.check_link(args.link or robot.tool_point)
     start = robot.configuration(parse_joint_values(args.start))
-    options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=frozenset(args.hold))
+    # The joints Add IK Target holds (grippers; slides unless --move-slides), plus --hold.
+    held = robot.held_joints(hold_slides=not args.move_slides) | frozenset(args.hold)
+    options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held)
     if args.budget_ms is not None:
-        options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=frozenset(args.hold), budget_ms=args.budget_ms)
+        options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held, budget_ms=args.budget_ms)
     values = args.target
     result = solve(robot, IKTarget(link, tuple(values[:3]), tuple(values[3:])), start, options)
     payload = {
@@ -53,6 +57,7 @@ def run_solve(args) -> int:
         "ms": result.ms,
         "backend": result.backend,
         "fallback_reason": result.fallback_reason,
+        "held": sorted(held),
     }
     summary = (f"{link}: {result.reason}  (position error {result.position_error * 1000:.4f} mm, "
                f"rotation error {np.degrees(result.rotation_error):.5f} deg, {result.iterations} iterations, "

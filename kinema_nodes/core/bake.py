@@ -36,9 +36,7 @@ def rig_precision(q: np.ndarray) -> np.ndarray:
 
 def active_joints(robot: RobotModel, step: SolverStep, links: Sequence[str]) -> np.ndarray:
     """Joints the solver moves when aiming at `links` (the chains, less held joints)."""
-    held = set(step.options.held_joints)
-    if step.hold_prismatic:
-        held |= {n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p}
+    held = set(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
     mask = np.zeros(robot.dof, dtype=bool)
     for link in links:
         if link in robot.links:
@@ -374,9 +372,7 @@ def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[Fr
 
     robot = step.robot
     count = len(inputs)
-    held = set(step.options.held_joints)
-    if step.hold_prismatic:
-        held |= {n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p}
+    held = set(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
     options = replace(step.options, backend="pyroki", held_joints=frozenset(held))
     weights = np.array([[t.position_weight, t.rotation_weight] for t in step.targets], dtype=float)
     links = [tuple(program.resolve_link(t, f) for t in step.targets) for f in inputs]

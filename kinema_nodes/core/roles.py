@@ -11,18 +11,20 @@ The rules (one robot, its `RobotModel`):
   the longest chain). The *main chain* is the chain from the root to the tool point.
 - **rail** — the main chain's first movable joint is prismatic (a slide under the arm): the
   link it moves (the carriage). `rail_joint` gives the joint itself.
-- **arm joints** — the revolute (and continuous) joints of the main chain below its last
-  *branch point* (a link whose children lead to two or more subtrees with movable joints:
-  the torso of a humanoid, the body of a dual-arm robot), not counting slides and joints at
-  or below the tool point's own hand (finger joints are not in the main chain anyway).
+- **arm joints** — the revolute (and continuous) joints of the main chain, root to tip, below
+  its last *branch point* (a link whose children lead to two or more subtrees with movable
+  joints: the torso of a humanoid, the body of a dual-arm robot), not counting slides and
+  gripper joints (`RobotModel.gripper_joints`: a jaw in the chain is not an arm joint).
 - **base** — the link the first arm joint hangs from.
 - **shoulder**, **elbow**, **wrist** — the links moved by arm joints 2, 4 and 6 on an arm
   with seven or more joints (the shoulder-elbow-wrist of `core.swivel`), and by joints 2, 3
   and 4 on shorter arms (shoulder lift, elbow, first wrist joint of a six-axis arm); a role
   whose joint does not exist is left unbound.
 - **flange** — on the main chain below the last arm joint: a link named ``flange``, else one
-  named ``link8``/``ee_link``/``tool0``-style mounting names (see `_FLANGE_WORDS`), else the
-  link moved by the last arm joint.
+  named ``link8``/``ee_link``/``tool0``-style mounting names (see `_FLANGE_WORDS`), else by
+  structure: the deepest link there that is neither the tool point nor part of the hand (a
+  hand, gripper or palm frame, or a link a gripper joint moves), else the link moved by the
+  last arm joint.
 - **left hand**, **right hand**, **left foot**, **right foot** (robots with limbs) — links whose
   names say the side (``left``/``l_``… or ``right``/``r_``…). Feet: a link named sole, then
   foot, then ankle, then toe; hands: a link named tcp/tool, then hand/palm/gripper, then
@@ -34,7 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .model.robot import RobotModel
+from .model.robot import RobotModel, is_gripper_part
 
 #: Every role, in the order they are listed and matched (a link that fills several roles is
 #: saved under the first).
@@ -48,6 +50,7 @@ ROLE_LABELS = {
 }
 
 _FLANGE_WORDS = (re.compile(r"flange"), re.compile(r"(^|_)link_?8$|(^|_)ee_link$|(^|_)tool0$|mount"))
+_HAND_FRAME = re.compile(r"hand(?!le)|gripper|palm")
 _LEFT = re.compile(r"(^|[_\-])(left|l)([_\-]|$)|left")
 _RIGHT = re.compile(r"(^|[_\-])(right|r)([_\-]|$)|right")
 _FOOT_WORDS = (re.compile(r"sole"), re.compile(r"foot"), re.compile(r"ankle"), re.compile(r"toe"))
@@ -85,11 +88,17 @@ def _branches_with_joints(robot: RobotModel, link: str) -> int:
     return sum(1 for child in robot.children(link) if movable_below(child))
 
 
-def arm_joints(robot: RobotModel, tool_point: str | None = None) -> list:
-    """The revolute joints of the main chain below its last branch point (see module doc)."""
+def arm_joints(robot: RobotModel, tool_point: str | None = None, held=frozenset()) -> list:
+    """The revolute joints of the chain to `tool_point`, root to tip, below its last branch
+    point, less gripper joints and `held` ones (see module doc)."""
     tool_point = tool_point or robot.tool_point
     chain = robot.chain(tool_point)
-    revolute = [j for j in chain if j.is_actuated and j.type != "prismatic"]
+    skip = robot.gripper_joints | frozenset(held)
+
+    def is_arm(joint) -> bool:
+        return joint.is_actuated and joint.type != "prismatic" and joint.name not in skip
+
+    revolute = [j for j in chain if is_arm(j)]
     if not revolute:
         return []
     last_revolute = chain.index(revolute[-1])
@@ -97,7 +106,16 @@ def arm_joints(robot: RobotModel, tool_point: str | None = None) -> list:
     for index, joint in enumerate(chain[: last_revolute + 1]):
         if _branches_with_joints(robot, joint.parent) >= 2:
             start = index
-    return [j for j in chain[start:] if j.is_actuated and j.type != "prismatic"]
+    return [j for j in chain[start:] if is_arm(j)]
+
+
+def limb_roles(robot: RobotModel, tool_point: str | None = None, held=frozenset()) -> dict[str, str]:
+    """Shoulder, elbow and wrist of the arm that moves `tool_point` (the roles the Elbow Swivel
+    turns about): the links moved by arm joints 2, 4 and 6 on an arm with seven or more joints,
+    by joints 2, 3 and 4 on shorter arms. A role whose joint does not exist is left out."""
+    arm = arm_joints(robot, tool_point, held)
+    picks = {"shoulder": 1, "elbow": 3, "wrist": 5} if len(arm) >= 7 else {"shoulder": 1, "elbow": 2, "wrist": 3}
+    return {role: arm[index].child for role, index in picks.items() if index < len(arm)}
 
 
 def rail_joint(robot: RobotModel, tool_point: str | None = None):
@@ -148,11 +166,10 @@ def infer_roles(robot: RobotModel) -> RoleBinding:
         links["base"] = arm[0].parent
     else:
         missing["base"] = f"no revolute joint above the tool point '{robot.tool_point}'"
-    # Seven or more: the shoulder-elbow-wrist of core.swivel (joints 2, 4, 6); else 2, 3, 4.
-    picks = {"shoulder": 1, "elbow": 3, "wrist": 5} if n >= 7 else {"shoulder": 1, "elbow": 2, "wrist": 3}
+    limbs = limb_roles(robot)
     for role in ("shoulder", "elbow", "wrist"):
-        if picks[role] < n:
-            links[role] = arm[picks[role]].child
+        if role in limbs:
+            links[role] = limbs[role]
         else:
             missing[role] = f"the arm has {n} revolute joint(s) below its base; too few for a {role}"
     rail = rail_joint(robot)
@@ -163,13 +180,18 @@ def infer_roles(robot: RobotModel) -> RoleBinding:
     if arm:
         chain = robot.chain(robot.tool_point)
         below = [j.child for j in chain[chain.index(arm[-1]):]]
-        links["flange"] = _named(robot, below, _FLANGE_WORDS) or arm[-1].child
+        mounts = [link for link in below if link != robot.tool_point and not _is_hand(robot, link)]
+        links["flange"] = _named(robot, below, _FLANGE_WORDS) or (mounts[-1] if mounts else arm[-1].child)
     else:
         missing["flange"] = "no revolute joint above the tool point"
     limb_links, limb_missing = _limb_roles(robot)
     links.update(limb_links)
     missing.update(limb_missing)
     return RoleBinding(links, missing)
+
+
+def _is_hand(robot: RobotModel, link: str) -> bool:
+    return bool(_HAND_FRAME.search(link.lower())) or is_gripper_part(robot, link)
 
 
 def resolve_roles(robot: RobotModel, overrides: dict[str, str] | None = None) -> RoleBinding:

@@ -143,7 +143,7 @@ def _spare_joint(rig) -> bool:
     target = first_target(rig)
     robot = robot_for_rig(rig)
     solver = solver_nodes(target.id_data)[0]
-    held = frozenset(n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p) if solver.hold_prismatic else frozenset()
+    held = robot.held_joints(solver.hold_prismatic)
     from ..core.errors import KinemaError
 
     try:

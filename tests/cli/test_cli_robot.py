@@ -21,7 +21,7 @@ def test_info_json_lists_joints_links_and_tool_point():
     result = run("info", "arm7", "--json")
     assert result.returncode == 0, result.stderr
     info = json.loads(result.stdout)
-    assert info["tool_point"] == "fingertip_tcp"
+    assert info["tool_point"] == "flange"  # never a finger while a flange or hand exists (#12)
     assert info["links"][0] == "link0" and "flange" in info["links"]
     joints = {j["name"]: j for j in info["joints"]}
     assert joints["joint4"]["type"] == "revolute" and joints["joint4"]["axis"] == [0.0, 0.0, 1.0]

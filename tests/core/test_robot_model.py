@@ -38,12 +38,12 @@ def test_chain_runs_from_root_to_link(robots):
     ur5 = robots("ur5")
     chain = ur5.chain("tool0")
     assert chain[0].parent == ur5.root_link and chain[-1].child == "tool0"
-    assert ur5.chain_joint_names("tool0") == ur5.actuated_joint_names
+    assert ur5.chain_joint_names("tool0") == [j.name for j in chain if j.is_actuated]
     assert ur5.chain(ur5.root_link) == []
 
 
 @pytest.mark.parametrize("name, expected", [("panda", "panda_hand_tcp"), ("ur5", "tool0"), ("arm6", "tool_tcp"),
-                                            ("arm7", "fingertip_tcp"), ("rail_arm6", "tool_tcp")])
+                                            ("arm7", "flange"), ("rail_arm6", "tool_tcp")])
 def test_default_tool_point_rule(robots, name, expected):
     assert robots(name).tool_point == expected
 

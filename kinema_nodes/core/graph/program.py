@@ -138,10 +138,8 @@ class Program:
                 return StepResult(step.node, step.rig, None, links, f"control of '{target.node}' has no usable pose")
             position, wxyz = pose_to_target(pose)
             goals.append(IKTarget(link, tuple(position), tuple(wxyz), target.position_weight, target.rotation_weight))
-        held = set(step.options.held_joints)
-        if step.hold_prismatic:
-            held |= {n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p}
-        options = _with(step.options, backend=step.backend, held_joints=frozenset(held))
+        held = frozenset(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
+        options = _with(step.options, backend=step.backend, held_joints=held)
         result = solve(robot, goals, start, options)
         joints = np.asarray(result.joints, dtype=float)
         summary = summarise(result)

@@ -183,7 +183,8 @@ class RobotModel:
         return joints[::-1]
 
     def chain_joint_names(self, link: str) -> list[str]:
-        """Actuated joints that move `link` (mimic joints count for their source)."""
+        """Actuated joints that move `link`, from the root to the tip (a mimic joint counts for
+        its source, at the place of the first joint of the pair)."""
         names: list[str] = []
         for joint in self.chain(link):
             if not joint.is_movable:
@@ -191,7 +192,7 @@ class RobotModel:
             source = joint.mimic.joint if joint.mimic else joint.name
             if source not in names:
                 names.append(source)
-        return [n for n in self.actuated_joint_names if n in names]
+        return names
 
     def children(self, link: str) -> list[str]:
         return [j.child for j in self.joints if j.parent == link]
@@ -200,6 +201,22 @@ class RobotModel:
     def leaf_links(self) -> list[str]:
         parents = {j.parent for j in self.joints}
         return [name for name in self.links if name not in parents]
+
+    @cached_property
+    def gripper_joints(self) -> frozenset[str]:
+        """Actuated joints of a hand or gripper (see `gripper_joint_names`)."""
+        return gripper_joint_names(self)
+
+    def held_joints(self, hold_slides: bool = True) -> frozenset[str]:
+        """The joints IK leaves where they are, for every solver, panel, node and command.
+
+        Gripper joints are always held: aiming the tool must never open or close the hand. With
+        `hold_slides` (the Solver's "Hold Slides", on by default) every prismatic joint is held
+        too, a rail under the arm as well as a finger slide: the animator moves those by hand.
+        """
+        if not hold_slides:
+            return self.gripper_joints
+        return self.gripper_joints | frozenset(j.name for j in self.actuated_joints if j.type == "prismatic")
 
     @cached_property
     def tool_point(self) -> str:
@@ -220,36 +237,85 @@ class RobotModel:
 
 _TOOL_WORDS = (
     (re.compile(r"tcp"), 0),
-    (re.compile(r"tool"), 1),
-    (re.compile(r"(^|[_\-])(ee|eef|end_?effector|ee_link)([_\-]|$)|end_?effector"), 2),
-    (re.compile(r"flange"), 3),
+    (re.compile(r"grasp"), 1),
+    (re.compile(r"tool"), 2),
+    (re.compile(r"(^|[_\-])(ee|eef|end_?effector|ee_link)([_\-]|$)|end_?effector"), 3),
+    (re.compile(r"flange"), 4),
 )
+#: A link of a hand: the frame the fingers hang from.
+_HAND_WORDS = re.compile(r"hand(?!le)|gripper|palm")
+#: A link that moves inside a hand.
+_FINGER_WORDS = re.compile(r"finger|jaw|thumb|knuckle|phalan")
+
+
+def gripper_joint_names(robot: RobotModel) -> frozenset[str]:
+    """The actuated joints of hands and grippers.
+
+    A movable joint is a gripper joint when it hangs below a hand link (a link other than the
+    root whose name says hand, gripper or palm, among its own parent link and the links above
+    it) or when the link it moves is a finger or jaw (finger, jaw, thumb, knuckle, phalanx). A
+    mimic joint makes its source a gripper joint when it is one. A robot that is nothing but a
+    hand (every movable joint would be a gripper joint) has none: there is no arm to hold it for.
+    """
+    below_hand: dict[str, bool] = {robot.root_link: False}
+    for joint in robot.joints:  # tree order: a parent link is seen before its children
+        parent_is_hand = joint.parent != robot.root_link and bool(_HAND_WORDS.search(joint.parent.lower()))
+        below_hand[joint.child] = below_hand.get(joint.parent, False) or parent_is_hand
+    found = set()
+    movable = [j for j in robot.joints if j.is_movable]
+    for joint in movable:
+        if below_hand[joint.parent] or joint.parent != robot.root_link and _HAND_WORDS.search(joint.parent.lower()) \
+                or _FINGER_WORDS.search(joint.child.lower()):
+            found.add(joint.mimic.joint if joint.mimic else joint.name)
+    if movable and len(found) >= len({j.mimic.joint if j.mimic else j.name for j in movable}):
+        return frozenset()
+    return frozenset(found)
+
+
+def is_gripper_part(robot: RobotModel, link: str) -> bool:
+    """A link that a gripper joint moves, or named as a finger or jaw."""
+    if _FINGER_WORDS.search(link.lower()):
+        return True
+    grippers = robot.gripper_joints
+    return any(name in grippers for name in robot.chain_joint_names(link))
 
 
 def default_tool_point(robot: RobotModel) -> str:
-    """The rule for the default tool point.
+    """The rule for the default tool point (the README's "Default tool point").
 
-    1. A link whose name says what it is, best first: ``tcp``, then ``tool``, then ``ee`` /
-       ``eef`` / ``end_effector``, then ``flange``. Among equals, the one with the most
-       actuated joints above it, then the deepest, then the first in the file.
-    2. Otherwise the tip of the longest chain: the leaf link with the most actuated joints
-       above it, then the deepest, then the first in the file.
+    1. A link whose name says what it is, best first: ``tcp``, ``grasp``, ``tool``, ``ee`` /
+       ``eef`` / ``end_effector``, ``flange``.
+    2. Otherwise a hand frame: a link named hand, gripper or palm.
+    3. Otherwise the tip of the longest chain.
+
+    A jaw or finger (a link a gripper joint moves, or named finger/jaw/thumb/knuckle) is never
+    chosen while any other link qualifies, so the gripper stays out of the chain. Among equals:
+    the most arm joints above it (gripper joints not counted), then the deepest, then the first
+    in the file.
     """
+    grippers = robot.gripper_joints
 
     def rank(link: str) -> tuple[int, int, int]:
-        return (-len(robot.chain_joint_names(link)), -len(robot.chain(link)), robot.links.index(link))
+        arm = [n for n in robot.chain_joint_names(link) if n not in grippers]
+        return (-len(arm), -len(robot.chain(link)), robot.links.index(link))
 
-    named: list[tuple[int, str]] = []
-    for link in robot.links:
-        lowered = link.lower()
-        for pattern, priority in _TOOL_WORDS:
-            if pattern.search(lowered):
-                named.append((priority, link))
-                break
-    if named:
-        best = min(p for p, _ in named)
-        return min((link for p, link in named if p == best), key=rank)
-    return min(robot.leaf_links, key=rank)
+    parts = {link for link in robot.links if is_gripper_part(robot, link)}
+    for allowed in ([link for link in robot.links if link not in parts], list(robot.links)):
+        named: list[tuple[int, str]] = []
+        for link in allowed:
+            lowered = link.lower()
+            for pattern, priority in _TOOL_WORDS:
+                if pattern.search(lowered):
+                    named.append((priority, link))
+                    break
+        if named:
+            best = min(p for p, _ in named)
+            return min((link for p, link in named if p == best), key=rank)
+        hands = [link for link in allowed if link != robot.root_link and _HAND_WORDS.search(link.lower())]
+        if hands:
+            return min(hands, key=rank)
+    tips = [link for link in robot.leaf_links if link not in parts] or robot.leaf_links
+    return min(tips, key=rank)
 
 
 # ---- loading ----------------------------------------------------------------------------

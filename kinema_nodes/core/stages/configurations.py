@@ -91,10 +91,7 @@ def nearest_representative(robot: RobotModel, q: np.ndarray, reference: np.ndarr
 
 
 def _held(robot: RobotModel, options, hold_prismatic: bool) -> frozenset[str]:
-    held = set(options.held_joints)
-    if hold_prismatic:
-        held |= {n for n, p in zip(robot.actuated_joint_names, robot.is_prismatic) if p}
-    return frozenset(held)
+    return frozenset(options.held_joints) | robot.held_joints(hold_slides=hold_prismatic)
 
 
 def find_configurations(

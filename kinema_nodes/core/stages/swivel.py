@@ -1,10 +1,11 @@
 """Elbow swivel of redundant arms: swing the elbow round the shoulder-to-wrist line while the
 tool holds its pose (the equivalent of the pole target of Blender's IK constraint).
 
-An arm with a spare joint (seven or more free revolute joints in the chain to the target
-link) reaches one tool pose along a one-parameter family of configurations. We name the
-member by the *swivel angle*: the angle of the elbow about the line from the shoulder
-(second revolute joint) to the wrist (sixth), measured from the plane that contains that line
+An arm with a spare joint (seven or more free arm joints in the chain to the target link:
+revolute joints below the torso, gripper joints not counted; see `core.roles.arm_joints`)
+reaches one tool pose along a one-parameter family of configurations. We name the member by
+the *swivel angle*: the angle of the elbow about the line from the shoulder to the wrist (the
+roles of `core.roles.limb_roles`: arm joints 2, 4 and 6, root to tip), measured from the plane that contains that line
 and the robot's vertical (root +Z; root +X when the line itself is vertical), right-handed
 about the shoulder-to-wrist direction. 0 puts the elbow "up", like a pole target above the arm.
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from ..model.kinematics import link_pose
 from ..model.robot import RobotModel
+from ..roles import arm_joints, limb_roles
 
 #: Swivel equations are weighted against tool metres/radians: the tool wins a conflict.
 SWIVEL_WEIGHT = 0.3
@@ -34,25 +36,24 @@ MAX_DAMPING = 1e8
 
 
 def _free_revolute_joints(robot: RobotModel, link: str, held=frozenset()) -> list[str]:
-    return [
-        name for name in robot.chain_joint_names(link)
-        if name not in held and not robot.is_prismatic[robot.joint_index(name)]
-    ]
+    """The free arm joints of the chain to `link` (no torso, gripper, slide or held joint)."""
+    return [joint.name for joint in arm_joints(robot, link, held)]
 
 
 def has_spare_joint(robot: RobotModel, link: str, held=frozenset()) -> bool:
-    """True when the chain to `link` has at least seven free revolute joints (an elbow that can swing)."""
+    """True when the arm that moves `link`, without its gripper, has at least seven free
+    revolute joints (an elbow that can swing)."""
     return len(_free_revolute_joints(robot, link, held)) >= 7
 
 
 def swivel_links(robot: RobotModel, link: str, held=frozenset()) -> tuple[str, str, str]:
-    """(shoulder, elbow, wrist) links: the child links of the 2nd, 4th and 6th free revolute
-    joints of the chain, whose origins are the joint centres."""
+    """(shoulder, elbow, wrist) links, the roles of the arm that moves `link`: the links of its
+    2nd, 4th and 6th arm joints, whose origins are the joint centres."""
     joints = _free_revolute_joints(robot, link, held)
     if len(joints) < 7:
-        raise ValueError(f"the chain to '{link}' has {len(joints)} free revolute joints; the elbow swivel needs 7")
-    child = {j.name: j.child for j in robot.joints}
-    return child[joints[1]], child[joints[3]], child[joints[5]]
+        raise ValueError(f"the arm that moves '{link}' has {len(joints)} free revolute joints; the elbow swivel needs 7")
+    roles = limb_roles(robot, link, held)
+    return roles["shoulder"], roles["elbow"], roles["wrist"]
 
 
 def _points(robot: RobotModel, links: tuple[str, str, str], q: np.ndarray) -> tuple[np.ndarray, ...]:
