@@ -152,7 +152,7 @@ URDF_CASES = {
     "external_dtd": (text_case('<?xml version="1.0"?><!DOCTYPE robot SYSTEM "file:///etc/passwd"><robot name="r"><link name="a"/></robot>'), "has a DOCTYPE; refused"),
     # mesh paths escaping the robot's folders
     "package_dotdot_to_etc_passwd": (text_case(urdf(link_a=visual("package://../../../../../../../../etc/passwd"))), "outside the robot's folders"),
-    "package_named_etc": (text_case(urdf(link_a=visual("package://etc/passwd"))), "outside the robot's folders"),
+    "package_named_etc": (text_case(urdf(link_a=visual("package://etc/passwd"))), "package 'etc' not found"),
     "package_triple_slash_etc": (text_case(urdf(link_a=visual("package:///etc/passwd"))), "outside the robot's folders"),
     "package_climbs_out_of_itself": (with_files(urdf(link_a=visual("package://bot/../../../../../../../../etc/passwd")), {"bot/package.xml": "<package/>"},
                                                 urdf_at="bot/urdf/robot.urdf"), "outside the robot's folders"),

@@ -69,6 +69,7 @@ def test_package_and_relative_mesh_paths_resolve_against_the_urdf_folder_and_its
     mesh = tmp_path / "my_robot" / "meshes" / "part.stl"
     mesh.parent.mkdir(parents=True)
     mesh.write_bytes(b"solid x\nendsolid x\n")
+    (tmp_path / "my_robot" / "package.xml").write_text("<package><name>my_robot</name></package>")
     urdf_dir = tmp_path / "my_robot" / "urdf"
     urdf_dir.mkdir()
     assert resolve_mesh_path("package://my_robot/meshes/part.stl", urdf_dir) == mesh

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RobotFileError, UnknownNameError
+from .packages import PackageSearchPath, resolve_package_file
 
 #: Joint types we move. floating/planar are legal URDF but have no place in an arm's chain;
 #: they are kept rigid at their origin (and reported in `RobotModel.notes`).
@@ -92,6 +93,7 @@ class RobotModel:
     notes: list[str] = field(default_factory=list)
     urdf: object = None  # the yourdfpy.URDF it came from, for geometry and materials
     file_order: list[str] | None = None  # joint names as the file lists them
+    urdf_text: str = ""  # the URDF it was built from (a xacro's expansion, an MJCF's conversion)
 
     def __post_init__(self) -> None:
         self.joint_by_name = {j.name: j for j in self.joints}
@@ -326,23 +328,59 @@ def bundled_robots() -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.urdf"))}
 
 
+#: File endings read as xacro (expanded to URDF first) and as MJCF (through MuJoCo's compiler).
+XACRO_SUFFIXES = (".xacro",)
+MJCF_SUFFIXES = (".xml", ".mjcf")
+
+
 def find_urdf(name_or_path: str | Path) -> Path:
-    """A path to a URDF file, the name of a bundled robot, or the short name of an
-    example-robot-data robot (`panda`, `ur5`, `talos`, ... when that package is installed)."""
+    """A path to a robot file (URDF, xacro or MJCF), or a robot's name: bundled, from
+    example-robot-data (`panda`, `ur5`, `so101`, `baxter`, ...) or robosuite (`robosuite_panda`,
+    ...) when installed. `kinema-nodes robots` lists the names."""
+    import stat as _stat
+
     from .example_robots import example_robot
 
     path = Path(name_or_path)
-    if path.is_file():
-        return path
+    try:
+        info = path.stat()
+    except (OSError, ValueError):
+        info = None
+    if info is not None:
+        if _stat.S_ISREG(info.st_mode):
+            return path
+        if _stat.S_ISDIR(info.st_mode):
+            raise RobotFileError(path, "is a folder, not a robot file")
+        raise RobotFileError(path, "is not a regular file (a device, pipe or socket?); refused")
     bundled = bundled_robots()
     if str(name_or_path) in bundled:
         return bundled[str(name_or_path)]
     example = example_robot(str(name_or_path))
     if example is not None:
         return example
-    if path.suffix.lower() == ".urdf" or path.parent != Path("."):
+    if path.suffix.lower() in (".urdf", *XACRO_SUFFIXES, *MJCF_SUFFIXES) or path.parent != Path("."):
         raise RobotFileError(path, "file not found")
-    raise RobotFileError(path, f"no such file, and no bundled robot of that name (bundled: {', '.join(bundled)})")
+    raise RobotFileError(path, "no such file, and no robot of that name (`kinema-nodes robots` lists the names)")
+
+
+def robot_file_kind(path: Path) -> str:
+    """'xacro', 'mjcf' or 'urdf': by the ending, and for .xml by the root element."""
+    name = path.name.lower()
+    if name.endswith(XACRO_SUFFIXES):
+        return "xacro"
+    if name.endswith(MJCF_SUFFIXES):
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(64 * 1024)
+        except OSError:
+            return "mjcf"
+        head = re.sub(rb"<!--.*?-->", b"", head, flags=re.DOTALL)
+        head = re.sub(rb"<\?.*?\?>", b"", head, flags=re.DOTALL)
+        match = re.search(rb"<\s*([A-Za-z_][\w:.\-]*)", head)
+        if match and match.group(1) == b"robot":
+            return "urdf"
+        return "mjcf"
+    return "urdf"
 
 
 _ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.IGNORECASE)
@@ -515,33 +553,37 @@ def _tree_order(path: Path, links: list[str], joints: list[Joint]) -> tuple[str,
 
 
 def _mesh_candidates(filename: str, urdf_dir: Path):
-    """Every place a URDF mesh reference may mean, in the order they are tried."""
+    """Every place a plain (not ``package://``) mesh reference may mean, in the order tried."""
     filename = filename.removeprefix("file://")
-    folders = [urdf_dir, *urdf_dir.parents]
-    if filename.startswith("package://"):
-        package, _, rest = filename[len("package://"):].partition("/")
-        for folder in folders:
-            yield folder / package / rest
-            yield folder / rest
-        return
     candidate = Path(filename)
     if candidate.is_absolute():
         yield candidate
         return
-    for folder in folders:
+    for folder in [urdf_dir, *urdf_dir.parents]:
         yield folder / candidate
 
 
-def resolve_mesh_path(filename: str, urdf_dir: Path) -> Path | None:
+def resolve_mesh_path(filename: str, urdf_dir: Path, search: PackageSearchPath | None = None) -> Path | None:
     """The file a URDF mesh reference means, or None.
 
-    ``package://PKG/rest`` is looked for in the URDF's folder and each of its parents: as
-    ``A/PKG/rest``, as ``A/rest`` when the folder ``A`` is itself named PKG, and as
-    ``A/rest``. Plain relative paths are tried against the same folders.
+    ``package://NAME/rest`` is ``rest`` inside package NAME, found on the package search path
+    (`core.model.packages`: declared folders, the URDF's folder and its parents, ROS_PACKAGE_PATH,
+    AMENT_PREFIX_PATH), where a folder is package NAME only if it really is one. Plain relative
+    paths are tried against the URDF's folder and each of its parents.
 
     This only finds the file; `load_robot` then refuses one outside the robot's folders
     (see `robot_folders`).
     """
+    if filename.startswith("package://"):
+        search = search or PackageSearchPath(robot_file=urdf_dir / "robot.urdf")
+        try:
+            candidate = resolve_package_file(filename, search, urdf_dir)
+        except RobotFileError:
+            return None
+        try:
+            return candidate if candidate.is_file() else None
+        except (OSError, ValueError):
+            return None
     for candidate in _mesh_candidates(filename, urdf_dir):
         try:
             if candidate.is_file():
@@ -559,13 +601,15 @@ def _package_names(filename: str) -> list[str]:
     return parts[:1]
 
 
-def robot_folders(urdf_path: str | Path, packages=()) -> list[Path]:
+def robot_folders(urdf_path: str | Path, packages=(), search: PackageSearchPath | None = None) -> list[Path]:
     """The folders a robot's meshes must lie in (after following ``..`` and symlinks).
 
     - the folder holding the URDF, and its parent (the usual ``robot/urdf/`` beside
       ``robot/meshes/``);
     - the nearest folder above the URDF holding a ``package.xml`` (the ROS package it is in);
-    - each folder above the URDF named like a package its meshes use (``package://NAME/...``).
+    - the folder of each package its meshes use (``package://NAME/...``) that the package search
+      path finds: a folder that really is package NAME (see `core.model.packages`), never one
+      that merely happens to be called NAME.
 
     The file system's root and the home folder are never one of them (unless the URDF itself
     lies there), so a URDF cannot name ``/etc/passwd`` or ``~/.ssh/...`` as a mesh.
@@ -581,9 +625,11 @@ def robot_folders(urdf_path: str | Path, packages=()) -> list[Path]:
         if (folder / "package.xml").is_file():
             folders.append(folder)
             break
-    names = set(packages)
-    for folder in urdf_dir.parents:
-        if folder.name in names and folder not in too_wide:
+    search = search or PackageSearchPath(robot_file=Path(urdf_path))
+    for name in packages:
+        search.find(name)
+    for folder in search.roots():
+        if folder not in too_wide:
             folders.append(folder)
     return list(dict.fromkeys(folders))
 
@@ -592,7 +638,20 @@ def _is_inside(path: Path, folders: list[Path]) -> bool:
     return any(path == folder or folder in path.parents for folder in folders)
 
 
-def _mesh_refs(path: Path, yurdf) -> list[MeshRef]:
+def _not_found(path: Path, link: str, role: str, filename: str, where: str, candidates) -> RobotFileError:
+    from .meshes import check_mesh_file
+
+    for candidate in candidates:
+        try:
+            exists = candidate.exists()
+        except (OSError, ValueError):
+            exists = False
+        if exists:  # a folder or a device: say what it is
+            check_mesh_file(candidate, path, filename)
+    return RobotFileError(path, f"link '{link}' {role} mesh '{filename}' not found (looked in {where})")
+
+
+def _mesh_refs(path: Path, yurdf, search: PackageSearchPath) -> list[MeshRef]:
     from .meshes import check_mesh_file
 
     urdf_dir = path.parent
@@ -608,18 +667,26 @@ def _mesh_refs(path: Path, yurdf) -> list[MeshRef]:
                     raise RobotFileError(path, f"link '{link.name}' {role} <mesh> has no filename")
                 if "\x00" in filename or len(filename) > 4096:
                     raise RobotFileError(path, f"link '{link.name}' {role} mesh filename is not a usable path")
-                resolved = resolve_mesh_path(filename, urdf_dir)
-                if resolved is None:
-                    for candidate in _mesh_candidates(filename, urdf_dir):
-                        try:
-                            exists = candidate.exists()
-                        except (OSError, ValueError):
-                            exists = False
-                        if exists:  # a folder or a device: say what it is
-                            check_mesh_file(candidate, path, filename)
-                    raise RobotFileError(path, f"link '{link.name}' {role} mesh '{filename}' not found (looked in {urdf_dir} and its parents)")
+                if filename.startswith("package://"):
+                    try:
+                        candidate = resolve_package_file(filename, search, path)
+                    except RobotFileError as exc:
+                        missing = exc.problem.startswith("package '")
+                        problem = f"mesh '{filename}' not found: {exc.problem}" if missing else exc.problem
+                        raise RobotFileError(path, f"link '{link.name}' {role} {problem}") from None
+                    try:
+                        is_file = candidate.is_file()
+                    except (OSError, ValueError):
+                        is_file = False
+                    if not is_file:
+                        raise _not_found(path, link.name, role, filename, f"package '{_package_names(filename)[0]}' at {candidate.parent}", [candidate])
+                    resolved = candidate
+                else:
+                    resolved = resolve_mesh_path(filename, urdf_dir)
+                    if resolved is None:
+                        raise _not_found(path, link.name, role, filename, f"{urdf_dir} and its parents", _mesh_candidates(filename, urdf_dir))
                 found.append((link.name, role, filename, resolved, geometry.mesh.scale))
-    folders = robot_folders(path, {name for _, _, filename, _, _ in found for name in _package_names(filename)})
+    folders = robot_folders(path, {name for _, _, filename, _, _ in found for name in _package_names(filename)}, search=search)
     refs = []
     for link_name, role, filename, resolved, scale in found:
         real = resolved.resolve()
@@ -640,12 +707,33 @@ def _mesh_refs(path: Path, yurdf) -> list[MeshRef]:
     return refs
 
 
-def load_robot(name_or_path: str | Path, check_meshes: bool = True) -> RobotModel:
-    """Read and check a URDF (a path, or a bundled robot's name).
+def load_robot(
+    name_or_path: str | Path, check_meshes: bool = True, *, package_path=(), xacro_args: dict[str, str] | None = None
+) -> RobotModel:
+    """Read and check a robot: a URDF, a xacro file (expanded first, with `xacro_args`), an MJCF
+    model (through MuJoCo's compiler), or a robot's name (see `find_urdf`).
+
+    `package_path` adds folders to the package search path (``--package-path DIR``, the
+    Preferences). The RobotModel keeps the URDF it was built from (`urdf_text`: for xacro the
+    expansion, for MJCF the conversion), so a rig never needs the workspace again.
 
     Raises `RobotFileError` with one line naming the file and the problem.
     """
     path = find_urdf(name_or_path)
+    search = PackageSearchPath(declared=[Path(p) for p in package_path], robot_file=path)
+    kind = robot_file_kind(path)
+    if kind == "xacro":
+        from .xacro import expand_xacro
+
+        text, notes = expand_xacro(path, xacro_args or {}, search)
+        return robot_from_urdf_text(text, path, check_meshes=check_meshes, search=search, notes=notes)
+    if xacro_args:
+        raise RobotFileError(path, f"xacro arguments ({', '.join(sorted(xacro_args))}) given, but this is not a .xacro file")
+    if kind == "mjcf":
+        from .mjcf import urdf_from_mjcf
+
+        text, notes = urdf_from_mjcf(path, search)
+        return robot_from_urdf_text(text, path, check_meshes=check_meshes, search=search, notes=notes)
     try:
         size = path.stat().st_size
         if size > MAX_URDF_BYTES:
@@ -653,13 +741,29 @@ def load_robot(name_or_path: str | Path, check_meshes: bool = True) -> RobotMode
         data = path.read_bytes()
     except OSError as exc:
         raise RobotFileError(path, f"cannot read: {exc.strerror or exc}") from None
-    return robot_from_urdf_text(data, path, check_meshes=check_meshes)
+    return robot_from_urdf_text(data, path, check_meshes=check_meshes, search=search)
 
 
-def robot_from_urdf_text(data: bytes | str, path: str | Path, check_meshes: bool = False) -> RobotModel:
+_XML_DECLARATION_VERSION = re.compile(rb"\A(\xef\xbb\xbf)?(\s*<\?xml\s+version\s*=\s*)([\"'])[^\"'<>?]{0,16}\3")
+
+
+def lenient_xml_version(data: bytes) -> bytes:
+    """`data` with its XML declaration's version number read as 1.0.
+
+    pybullet's URDFs say ``version="0.0"``, which libxml2 refuses though nothing in the file
+    depends on it. Only the declaration's number changes; the checks against entities, DOCTYPEs,
+    size and depth run on the document as before."""
+    return _XML_DECLARATION_VERSION.sub(lambda m: (m.group(1) or b"") + m.group(2) + m.group(3) + b"1.0" + m.group(3), data, count=1)
+
+
+def robot_from_urdf_text(
+    data: bytes | str, path: str | Path, check_meshes: bool = False, *, search: PackageSearchPath | None = None, notes=()
+) -> RobotModel:
     """A RobotModel from URDF text (e.g. the copy a rig keeps inside its .blend).
 
-    `path` names the source in messages and is where relative meshes are looked for.
+    `path` names the source in messages and is where relative meshes are looked for; `search`
+    is the package search path for ``package://`` meshes (by default: the folders above `path`
+    and the environment's ROS paths).
     """
     import yourdfpy
 
@@ -668,6 +772,7 @@ def robot_from_urdf_text(data: bytes | str, path: str | Path, check_meshes: bool
         data = data.encode("utf-8")
     if len(data) > MAX_URDF_BYTES:
         raise RobotFileError(path, f"URDF is {len(data) / 1e6:.0f} MB; refusing URDFs over {MAX_URDF_BYTES / 1e6:.0f} MB")
+    data = lenient_xml_version(data)
     root = _parse_xml(path, data)
     _check_structure(path, root)
     try:
@@ -678,7 +783,7 @@ def robot_from_urdf_text(data: bytes | str, path: str | Path, check_meshes: bool
     joints = [_make_joint(path, yj) for yj in yurdf.robot.joints]
     links = [link.name for link in yurdf.robot.links]
     root_link, ordered = _tree_order(path, links, joints)
-    notes = []
+    notes = list(notes)
     by_name = {j.name: j for j in ordered}
     for joint in ordered:
         if joint.type in ("floating", "planar"):
@@ -689,10 +794,13 @@ def robot_from_urdf_text(data: bytes | str, path: str | Path, check_meshes: bool
                 raise RobotFileError(path, f"joint '{joint.name}' mimics joint '{joint.mimic.joint}', which is not defined")
             if not source.is_actuated:
                 raise RobotFileError(path, f"joint '{joint.name}' mimics '{source.name}', which is not an actuated joint")
-    meshes = _mesh_refs(path, yurdf) if check_meshes else []
+    search = search or PackageSearchPath(robot_file=path)
+    meshes = _mesh_refs(path, yurdf, search) if check_meshes else []
     # Keep links in tree order too, so rigs build parents before children.
     link_order = [root_link] + [j.child for j in ordered]
-    return RobotModel(
+    robot = RobotModel(
         name=yurdf.robot.name, path=path, links=link_order, joints=ordered, root_link=root_link,
         meshes=meshes, notes=notes, urdf=yurdf, file_order=[j.name for j in joints],
     )
+    robot.urdf_text = data.decode("utf-8", errors="replace")
+    return robot
