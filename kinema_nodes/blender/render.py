@@ -110,3 +110,126 @@ def render_rig(rig_object, filepath: str | Path, resolution: tuple[int, int] = (
     bpy.context.view_layer.update()
     frame_camera(scene, rig_object.children_recursive)
     return render_workbench(scene, filepath, resolution)
+
+
+# ---- staging a shot: ground, paths, markers, onion skins ----------------------------------------
+
+def flat_material(name: str, rgba) -> "bpy.types.Material":
+    """A Workbench material: its viewport colour (alpha below 1 is drawn see-through)."""
+    material = bpy.data.materials.new(name)
+    material.diffuse_color = tuple(rgba)
+    if rgba[3] < 1.0:
+        for attribute, value in (("surface_render_method", "BLENDED"), ("blend_method", "BLEND")):
+            if hasattr(material, attribute):
+                try:
+                    setattr(material, attribute, value)
+                except (TypeError, AttributeError):
+                    pass
+    return material
+
+
+def path_curve(name: str, points: np.ndarray, rgba, radius: float):
+    """A tube through world-space points (a beveled poly curve)."""
+    curve = bpy.data.curves.new(name, "CURVE")
+    curve.dimensions = "3D"
+    curve.bevel_depth = radius
+    curve.bevel_resolution = 2
+    spline = curve.splines.new("POLY")
+    spline.points.add(len(points) - 1)
+    spline.points.foreach_set("co", np.c_[points, np.ones(len(points))].astype(np.float32).ravel())
+    curve.materials.append(flat_material(name, rgba))
+    obj = bpy.data.objects.new(name, curve)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def marker_sphere(name: str, location, radius: float, rgba):
+    """A small sphere, to mark a point of the shot."""
+    import bmesh
+
+    mesh = bpy.data.meshes.new(name)
+    shape = bmesh.new()
+    bmesh.ops.create_uvsphere(shape, u_segments=24, v_segments=12, radius=radius)
+    shape.to_mesh(mesh)
+    shape.free()
+    mesh.materials.append(flat_material(name, rgba))
+    obj = bpy.data.objects.new(name, mesh)
+    obj.location = tuple(float(v) for v in location)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def ground_grid(centre, half_size: float, spacing: float, height: float = 0.0) -> list:
+    """A light floor with darker grid lines at `height` (world z), centred on `centre` (x, y)."""
+    cx, cy = float(centre[0]), float(centre[1])
+    lines = int(np.ceil(half_size / spacing))
+    half = lines * spacing
+    mesh = bpy.data.meshes.new("Kinema Ground")
+    corners = [(cx - half, cy - half, height), (cx + half, cy - half, height), (cx + half, cy + half, height),
+               (cx - half, cy + half, height)]
+    mesh.from_pydata(corners, [], [(0, 1, 2, 3)])
+    mesh.materials.append(flat_material("Kinema Ground", (0.78, 0.79, 0.8, 1.0)))
+    floor = bpy.data.objects.new("Kinema Ground", mesh)
+    bpy.context.scene.collection.objects.link(floor)
+    curve = bpy.data.curves.new("Kinema Grid", "CURVE")
+    curve.dimensions = "3D"
+    curve.bevel_depth = spacing * 0.012
+    lift = spacing * 0.013
+    for i in range(-lines, lines + 1):
+        for a, b in (((cx + i * spacing, cy - half), (cx + i * spacing, cy + half)),
+                     ((cx - half, cy + i * spacing), (cx + half, cy + i * spacing))):
+            spline = curve.splines.new("POLY")
+            spline.points.add(1)
+            spline.points.foreach_set("co", [a[0], a[1], height + lift, 1.0, b[0], b[1], height + lift, 1.0])
+    curve.materials.append(flat_material("Kinema Grid", (0.55, 0.56, 0.58, 1.0)))
+    grid = bpy.data.objects.new("Kinema Grid", curve)
+    bpy.context.scene.collection.objects.link(grid)
+    return [floor, grid]
+
+
+def ghost_copies(rig_object, frame: int, rgba) -> list:
+    """Still copies of the rig's visible meshes as they are at `frame`, in one see-through
+    colour: one layer of an onion skin. The caller removes them (`remove_objects`)."""
+    scene = bpy.context.scene
+    scene.frame_set(frame)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    material = flat_material(f"Kinema Ghost {frame}", rgba)
+    ghosts = []
+    for obj in rig_object.children_recursive:
+        if obj.type != "MESH" or not obj.visible_get():
+            continue
+        mesh = obj.data.copy()
+        mesh.materials.clear()
+        mesh.materials.append(material)
+        for polygon in mesh.polygons:
+            polygon.material_index = 0
+        ghost = bpy.data.objects.new(f"{obj.name} @{frame}", mesh)
+        ghost.matrix_world = obj.evaluated_get(depsgraph).matrix_world.copy()
+        scene.collection.objects.link(ghost)
+        ghosts.append(ghost)
+    return ghosts
+
+
+def remove_objects(objects) -> None:
+    """Remove staging objects and the data only they used."""
+    for obj in objects:
+        data = obj.data
+        bpy.data.objects.remove(obj)
+        if data is not None and data.users == 0:
+            if isinstance(data, bpy.types.Mesh):
+                bpy.data.meshes.remove(data)
+            elif isinstance(data, bpy.types.Curve):
+                bpy.data.curves.remove(data)
+
+
+def to_pixels(scene, points) -> np.ndarray:
+    """World-space points -> (x, y) pixel positions in the scene camera's picture."""
+    from bpy_extras.object_utils import world_to_camera_view
+    from mathutils import Vector
+
+    width, height = scene.render.resolution_x, scene.render.resolution_y
+    out = []
+    for point in np.atleast_2d(points):
+        view = world_to_camera_view(scene, scene.camera, Vector(tuple(float(v) for v in point)))
+        out.append((view.x * width, (1.0 - view.y) * height))
+    return np.array(out)

@@ -10,7 +10,6 @@ bundled robot — the tool tracing a figure-eight, then a hand-off to the elbow 
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +74,9 @@ class TerminalProgress:
     """A one-line progress bar on stderr (only when stderr is a terminal)."""
 
     def __init__(self, label: str, stream=None):
-        self.stream = stream or sys.stderr
+        from .common import notes_stream
+
+        self.stream = stream or notes_stream()
         self.label = label
         self.enabled = self.stream.isatty()
         self.last = -1
@@ -163,6 +164,7 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
 # ---- bake ------------------------------------------------------------------------------------
 
 def add_arguments_bake(parser):
+    """Bake IK targets from a CSV into a .blend: joint keys per frame, checked (exit 3 when flagged)."""
     parser.add_argument("urdf", help="URDF file or bundled robot name")
     parser.add_argument("--link", help="link the targets are for (default: the tool point)")
     parser.add_argument("--targets", required=True, metavar="FILE.csv",
@@ -218,11 +220,47 @@ def run_bake(args) -> int:
         need_pillow()
     track = read_targets_csv(args.targets)
     start = parse_joint_values(args.start)
+    check_csv_links(args.targets, args.urdf, track)
     outcome = bake_track(args.urdf, args.link, track, args.out, solver=args.solver, start=start, fps=args.fps,
                          speed_limit=args.speed_limit, progress=TerminalProgress("baking"), preset=args.preset)
     payload, text = finish_outputs(outcome, args.joints_out, args.report, started)
     emit(args, payload, text)
-    return 0
+    return exit_code(payload)
+
+
+def exit_code(payload: dict) -> int:
+    """0 when every frame converged and none was flagged, else 3 (the JSON's "status" says which)."""
+    return 0 if payload["status"] == "ok" else 3
+
+
+def check_csv_links(csv_path, urdf: str, track: TargetTrack) -> None:
+    """Every name in the CSV's link column is a link of the robot, checked before Blender starts;
+    an unknown one is named with its line and column."""
+    from ..core.errors import UnknownNameError
+    from ..core.model.robot import load_robot
+
+    if track.links is None:
+        return
+    robot = load_robot(urdf, check_meshes=False)
+    known = set(robot.links)
+    for i, name in enumerate(track.links):
+        if name and name not in known:
+            line = track.line_numbers[i] if track.line_numbers else "?"
+            raise KinemaError(f"targets '{csv_path}' line {line}, column link: {UnknownNameError('link', name, robot.links)}")
+
+
+def joints_by_flag(flags: dict[int, list[str]]) -> str:
+    """{frame: [joints]} -> "joint4 frames 10–20; joint6 frame 31" (the joints behind a flag)."""
+    from ..blender.baking import frame_ranges
+
+    frames_of: dict[str, list[int]] = {}
+    for frame, names in sorted(flags.items()):
+        for name in names:
+            frames_of.setdefault(name, []).append(frame)
+    parts = []
+    for name, frames in frames_of.items():
+        parts.append(f"{name} frame{'s' if len(frames) > 1 else ''} {frame_ranges(frames)}")
+    return "; ".join(parts)
 
 
 def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float, title: str = "") -> tuple[dict, str]:
@@ -248,6 +286,7 @@ def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float,
         "keyed_joints": result.keyed_joints,
         "solver": sorted(result.solution.backends),
         "checks": {k: v for k, v in report.to_dict().items() if k in ("not_converged", "near_limit", "too_fast", "flips")},
+        "status": ("not_converged" if report.converged < report.frames else "flagged" if report.flagged else "ok"),
     }
     from ..blender.baking import frame_ranges
 
@@ -257,10 +296,14 @@ def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float,
         f"saved {outcome.blend}",
     ]
     if report.flagged:
-        for frame_list, words in ((report.not_converged, "not converged"), (list(report.near_limit), "near a limit"),
-                                  (list(report.too_fast), "too fast"), (report.flips, "branch flips")):
-            if frame_list:
-                lines.append(f"flagged, {words}: frames {frame_ranges(frame_list)}")
+        if report.not_converged:
+            lines.append(f"flagged, not converged: frames {frame_ranges(report.not_converged)}")
+        if report.near_limit:
+            lines.append(f"flagged, near a limit: {joints_by_flag(report.near_limit)}")
+        if report.too_fast:
+            lines.append(f"flagged, too fast: {joints_by_flag(report.too_fast)}")
+        if report.flips:
+            lines.append(f"flagged, branch flips (all joints jump): frames {frame_ranges(report.flips)}")
     else:
         lines.append("no frames flagged")
     if joints_out:

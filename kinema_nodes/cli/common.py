@@ -1,14 +1,18 @@
-"""cli.common"""
+"""Shared by every subcommand: the one-line parser, joint values from the command line, where
+the answer and the warnings go, and numbers from options."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
+
 import numpy as np
-from ..core.errors import KinemaError
+
+from ..core.errors import KinemaError, printable
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -35,9 +39,11 @@ def parse_joint_values(items: list[str] | None) -> dict[str, float]:
     return values
 
 
-#: Where a command's answer goes. Commands that run Blender point the process's stdout at
-#: /dev/null (Blender logs to it from C, at times we cannot predict) and answer here instead.
+#: Where a command's answer and its own warnings go while it runs. Under `own_lines_only` the
+#: process's stdout and stderr belong to Blender, JAX and PyRoki (which log from C and Python at
+#: times we cannot predict) and are dropped; the command writes to saved copies of the real ones.
 _answer = None
+_notes = None
 
 
 #: Commands that start Blender's module.
@@ -45,34 +51,100 @@ BLENDER_COMMANDS = ("import", "configs", "bake", "demo")
 
 
 def emit(args, payload: dict, text: str) -> None:
-    """Print the JSON object with --json, else the human text."""
+    """Print the JSON object with --json, else the human text (each line terminal-safe)."""
     out = _answer or sys.stdout
     if getattr(args, "json", False):
         print(json.dumps(payload, allow_nan=False), file=out)
     else:
-        print(text, file=out)
+        print("\n".join(printable(line) for line in text.split("\n")), file=out)
     out.flush()
 
 
+def notes_stream():
+    """The stream for the command's own lines on stderr (warnings, the progress bar)."""
+    return _notes or sys.stderr
+
+
+def warn(text: str) -> None:
+    """One warning line on stderr: the command changed something the user gave it."""
+    stream = notes_stream()
+    print(f"kinema-nodes: warning: {printable(text, newlines=True)}", file=stream)
+    stream.flush()
+
+
 @contextlib.contextmanager
-def answer_on_stdout_only():
-    """Keep stdout for the command's answer: anything else written to fd 1 is dropped."""
-    global _answer
+def own_lines_only(verbose: bool = False):
+    """stdout carries the answer and stderr the command's own lines, nothing else.
+
+    Whatever else is written to fd 1 or fd 2 (Blender's `Info: Saved as`, EGL errors, render
+    paths; JAX and PyRoki warnings) is dropped; with `verbose` it goes to stderr instead."""
+    global _answer, _notes
     sys.stdout.flush()
-    saved = os.dup(1)
+    sys.stderr.flush()
+    saved_out, saved_err = os.dup(1), os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
-    _answer = os.fdopen(os.dup(saved), "w")
-    os.dup2(devnull, 1)
+    _answer = os.fdopen(os.dup(saved_out), "w")
+    _notes = os.fdopen(os.dup(saved_err), "w")
+    os.dup2(saved_err if verbose else devnull, 1)
+    if not verbose:
+        os.dup2(devnull, 2)
     try:
         yield
     finally:
         sys.stdout.flush()
-        os.dup2(saved, 1)
-        _answer.close()
-        _answer = None
-        os.close(saved)
-        os.close(devnull)
+        sys.stderr.flush()
+        os.dup2(saved_out, 1)
+        os.dup2(saved_err, 2)
+        for stream in (_answer, _notes):
+            stream.close()
+        _answer = _notes = None
+        for fd in (saved_out, saved_err, devnull):
+            os.close(fd)
+
+
+def finite_number(value: float, option: str, *, low: float, high: float) -> float:
+    """An option's number, refused (one line) when NaN, inf or outside low..high."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise KinemaError(f"{option} must be a finite number, got {value}")
+    if not low <= value <= high:
+        raise KinemaError(f"{option} {value:g} is outside {low:g} .. {high:g}")
+    return value
 
 
 def finite_or_none(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
+
+
+#: How far from unit length a quaternion may be before normalising it earns a warning.
+UNIT_QUATERNION_SLACK = 1e-6
+
+#: The largest --budget-ms: a minute per solve (what a bake allows itself).
+MAX_BUDGET_MS = 60_000.0
+
+
+def unit_quaternion(wxyz, where: str) -> tuple[np.ndarray, float]:
+    """(the unit quaternion, its given length). Scaled by its largest component first, so
+    (1e200, 1e200, 0, 0) normalises instead of overflowing; zero, NaN or inf is a KinemaError."""
+    q = np.asarray(wxyz, dtype=float)
+    if not np.all(np.isfinite(q)):
+        raise KinemaError(f"{where}: the quaternion {' '.join(f'{v:g}' for v in q)} is not finite (NaN or inf)")
+    biggest = float(np.max(np.abs(q)))
+    if biggest == 0.0 or not np.isfinite(biggest):
+        raise KinemaError(f"{where}: the quaternion qw,qx,qy,qz has zero length")
+    scaled = q / biggest
+    norm = float(np.linalg.norm(scaled))
+    return scaled / norm, norm * biggest
+
+
+def target_pose(values, option: str = "--target") -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
+    """X Y Z QW QX QY QZ from the command line: finite position, unit quaternion (a warning
+    when it was not unit length and has been normalised)."""
+    position = np.asarray(values[:3], dtype=float)
+    if not np.all(np.isfinite(position)):
+        raise KinemaError(f"{option}: the position {' '.join(f'{v:g}' for v in position)} is not finite (NaN or inf)")
+    wxyz, length = unit_quaternion(values[3:7], option)
+    if abs(length - 1.0) > UNIT_QUATERNION_SLACK:
+        warn(f"{option}: the quaternion had length {length:.9g}, not 1; normalised to "
+             f"{' '.join(f'{v:.6f}' for v in wxyz)}")
+    return tuple(float(v) for v in position), tuple(float(v) for v in wxyz)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import emit, parse_joint_values
+from .common import emit, parse_joint_values, target_pose
 from ..core.errors import KinemaError
 
 TILE = (360, 250)  # rendered picture; the label sits in a bar above it
@@ -28,6 +28,7 @@ COLUMNS = 4
 
 
 def add_arguments_configs(parser):
+    """Every distinct way the arm reaches one pose (exit 3 when none does), optionally as a contact sheet."""
     parser.add_argument("urdf", help="URDF file or bundled robot name")
     parser.add_argument("--link", help="link to aim at (default: the robot's tool point)")
     parser.add_argument("--target", nargs=7, type=float, required=True, metavar=("X", "Y", "Z", "QW", "QX", "QY", "QZ"),
@@ -48,7 +49,7 @@ def run_configs(args) -> int:
     if args.render and Path(args.render).suffix.lower() != ".png":
         raise KinemaError(f"--render '{args.render}' must end in .png")
     current = robot.configuration(parse_joint_values(args.current))
-    x, y, z, qw, qx, qy, qz = args.target
+    (x, y, z), (qw, qx, qy, qz) = target_pose(args.target)
     target = IKTarget(link, (x, y, z), (qw, qx, qy, qz))
     started = time.perf_counter()
     configurations = find_configurations(robot, [target], current, SolveOptions(backend="numpy"))
@@ -71,16 +72,27 @@ def run_configs(args) -> int:
         payload["render"] = str(render_contact_sheet(args.urdf, robot, link, target, configurations, args.render))
     plural = "s" if len(configurations) != 1 else ""
     lines = [f"{robot.name}: {len(configurations)} configuration{plural} reach '{link}' ({seconds * 1000:.0f} ms)"]
-    for i, c in enumerate(configurations, 1):
-        degrees = " ".join(f"{np.degrees(v):7.1f}" if not p else f"{v * 1000:7.1f}mm" for v, p in zip(c.joints, robot.is_prismatic))
-        mark = "  <- current" if c.current else ""
-        lines.append(f"  {i:>2}: {degrees}   {c.position_error * 1000:.4f} mm{mark}")
+    lines += configuration_rows(robot, configurations)
     if not configurations:
         lines.append("  none: the target is out of reach or blocked by joint limits")
     if payload["render"]:
         lines.append(f"contact sheet: {payload['render']}")
     emit(args, payload, "\n".join(lines))
-    return 0
+    return 0 if configurations else 3
+
+
+def configuration_rows(robot, configurations) -> list[str]:
+    """A table: a header row of joint names with their units (deg, or mm for a slide), then one
+    row per configuration, and how far each is from the target."""
+    headers = [f"{name} ({'mm' if prismatic else 'deg'})" for name, prismatic in zip(robot.actuated_joint_names, robot.is_prismatic)]
+    widths = [max(len(h), 8) for h in headers]
+    rows = ["      " + "  ".join(h.rjust(w) for h, w in zip(headers, widths)) + "  position error"]
+    for i, c in enumerate(configurations, 1):
+        cells = [f"{v * 1000:.1f}" if prismatic else f"{np.degrees(v):.1f}" for v, prismatic in zip(c.joints, robot.is_prismatic)]
+        mark = "  <- current" if c.current else ""
+        rows.append(f"  {i:>2}: " + "  ".join(cell.rjust(w) for cell, w in zip(cells, widths))
+                    + f"  {c.position_error * 1000:.4f} mm{mark}")
+    return rows if configurations else []
 
 
 def render_contact_sheet(urdf, robot, link: str, target, configurations, filepath) -> Path:

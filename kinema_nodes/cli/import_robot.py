@@ -18,11 +18,13 @@ _resolution = parse_resolution  # the name cli_bake imports
 # ---- import --------------------------------------------------------------------------------
 
 def add_arguments_import(parser):
+    """Import a robot into a .blend (armature, meshes, pose), optionally with a rendered picture."""
     parser.add_argument("urdf", help="URDF file or bundled robot name")
     parser.add_argument("--out", required=True, metavar="FILE.blend", help="where to save the Blender file")
     parser.add_argument("--render", metavar="FILE.png", help="also render a Workbench picture of the robot")
     parser.add_argument("--resolution", default="640x480", metavar="WxH", help="picture size (default 640x480)")
-    parser.add_argument("--joints", nargs="*", default=[], metavar="NAME=VALUE", help="pose: joint values, radians or metres")
+    parser.add_argument("--joints", nargs="*", default=[], metavar="NAME=VALUE", help="pose: joint values, radians or metres (default: zero, moved inside the limits; "
+                             "values outside the limits are clamped, with a warning)")
     parser.add_argument("--no-collision", action="store_true", help="leave out the collision geometry")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -72,7 +74,9 @@ def run_import(args) -> int:
         f"saved {out}",
     ]
     if clamped:
-        lines.append(f"clamped to limits: {', '.join(clamped)}")
+        from .info import clamp_to_limits
+
+        clamp_to_limits(robot, q)  # the one-line warning on stderr, worded as fk words it
     if picture:
         lines.append(f"rendered {picture}")
     emit(args, payload, "\n".join(lines))

@@ -1,4 +1,4 @@
-"""cli.info"""
+"""`kinema-nodes info` and `kinema-nodes fk`: what a robot is, and where its links are (no solver, no Blender)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from .common import finite_or_none, emit, parse_joint_values
 
 
 def add_arguments_info(parser):
+    """List a robot's joints (type, axis, limits), links and tool point."""
     parser.add_argument("urdf", help="URDF file or bundled robot name")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -72,10 +73,28 @@ def run_info(args) -> int:
 
 
 def add_arguments_fk(parser):
+    """Forward kinematics: a link's pose in the robot's root frame for given joint values."""
     parser.add_argument("urdf", help="URDF file or bundled robot name")
     parser.add_argument("--link", help="link whose pose to print (default: the tool point)")
-    parser.add_argument("--joints", nargs="*", default=[], metavar="NAME=VALUE", help="joint values, radians or metres")
+    parser.add_argument("--joints", nargs="*", default=[], metavar="NAME=VALUE", help="joint values, radians or metres (default: zero, moved inside the limits; values "
+                             "outside the limits are clamped, with a warning)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def clamp_to_limits(robot, q, what: str = "joint values"):
+    """`q` inside the joint limits, with one warning line naming each joint that was moved
+    (`fk` and `import` treat out-of-limit values the same way). Returns (q, clamped names)."""
+    from .common import warn
+
+    clamped_q = np.clip(q, robot.lower, robot.upper)
+    moved = [i for i in range(len(q)) if clamped_q[i] != q[i]]
+    if moved:
+        def unit(i, v):
+            return f"{v * 1000:g} mm" if robot.is_prismatic[i] else f"{v:g} rad"
+        parts = [f"{robot.actuated_joint_names[i]}={unit(i, q[i])} -> {unit(i, clamped_q[i])} "
+                 f"(limits {unit(i, robot.lower[i])} .. {unit(i, robot.upper[i])})" for i in moved]
+        warn(f"{what} outside the joint limits, clamped: {'; '.join(parts)}")
+    return clamped_q, [robot.actuated_joint_names[i] for i in moved]
 
 
 def run_fk(args) -> int:
@@ -85,7 +104,7 @@ def run_fk(args) -> int:
 
     robot = load_robot(args.urdf, check_meshes=False)
     link = robot.check_link(args.link or robot.tool_point)
-    q = robot.configuration(parse_joint_values(args.joints))
+    q, clamped = clamp_to_limits(robot, robot.configuration(parse_joint_values(args.joints)))
     pose = link_pose(robot, q, link)
     position = pose[:3, 3]
     quaternion = matrix_to_quaternion(pose)
@@ -96,6 +115,7 @@ def run_fk(args) -> int:
         "position": position.tolist(),
         "quaternion": quaternion.tolist(),
         "joints": dict(zip(robot.actuated_joint_names, q.tolist())),
+        "clamped": clamped,
     }
     text = "\n".join(
         [f"{link} in {robot.root_link}:"]

@@ -90,7 +90,7 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
             y = y_of(value)
             for x in range(int(plot_right - 70), int(plot_right), 4):
                 draw.line([x, y, x + 2, y], fill=(120, 120, 130))
-            draw.text((plot_right - 66, y - 13 if above else y + 1), f"{value * scale:.1f}{unit}", fill=(90, 90, 100), font=small)
+            draw.text((plot_right - 66, y + 1 if above else y - 13), f"{value * scale:.1f}{unit}", fill=(60, 60, 70), font=small)
         g0 = width - right - gauge
         draw.rectangle([g0, y0, width - right, y1], fill=(226, 230, 236), outline=(150, 150, 160))
         if limited:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import emit, parse_joint_values
+from .common import MAX_BUDGET_MS, emit, finite_number, parse_joint_values, target_pose
 from ..core.errors import KinemaError
 
 SOLVERS = ("pyroki", "numpy")
@@ -22,12 +22,13 @@ def _add_common(parser) -> None:
 
 
 def add_arguments_solve(parser) -> None:
+    """Inverse kinematics: joint values that put a link at a pose (exit 3 when it does not converge)."""
     _add_common(parser)
     parser.add_argument("--target", nargs=7, type=float, required=True, metavar=("X", "Y", "Z", "QW", "QX", "QY", "QZ"),
                         help="target pose in the root frame: position (m) and quaternion (w x y z)")
-    parser.add_argument("--start", nargs="*", default=[], metavar="NAME=VALUE", help="start configuration (default: zero)")
+    parser.add_argument("--start", nargs="*", default=[], metavar="NAME=VALUE", help="start configuration (default: zero, moved inside the limits)")
     parser.add_argument("--cold", action="store_true", help="no useful start: try several seeds")
-    parser.add_argument("--budget-ms", type=float, default=None, help="time budget per solve (default 33)")
+    parser.add_argument("--budget-ms", type=float, default=None, help=f"time budget per solve, 0 < ms <= {MAX_BUDGET_MS:g} (default 33)")
     parser.add_argument("--move-slides", action="store_true",
                         help="let the solver move prismatic joints (a rail); gripper joints stay held, as in Blender")
 
@@ -39,13 +40,16 @@ def run_solve(args) -> int:
     robot = load_robot(args.urdf, check_meshes=False)
     link = robot.check_link(args.link or robot.tool_point)
     start = robot.configuration(parse_joint_values(args.start))
+    position, wxyz = target_pose(args.target)
+    for name in args.hold:
+        robot.joint_index(name)
     # The joints Add IK Target holds (grippers; slides unless --move-slides), plus --hold.
     held = robot.held_joints(hold_slides=not args.move_slides) | frozenset(args.hold)
     options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held)
     if args.budget_ms is not None:
-        options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held, budget_ms=args.budget_ms)
-    values = args.target
-    result = solve(robot, IKTarget(link, tuple(values[:3]), tuple(values[3:])), start, options)
+        budget = finite_number(args.budget_ms, "--budget-ms", low=1e-3, high=MAX_BUDGET_MS)
+        options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held, budget_ms=budget)
+    result = solve(robot, IKTarget(link, position, wxyz), start, options)
     payload = {
         "link": link,
         "joints": dict(zip(robot.actuated_joint_names, (float(v) for v in result.joints))),
@@ -65,12 +69,14 @@ def run_solve(args) -> int:
     lines = [summary]
     if result.fallback_reason:
         lines.append(f"note: NumPy solver used: {result.fallback_reason}")
-    lines += [f"  {name:<28} {value: .6f}" for name, value in payload["joints"].items()]
+    lines += [f"  {name:<28} {value: .6f} {'m' if prismatic else 'rad'}"
+              for (name, value), prismatic in zip(payload["joints"].items(), robot.is_prismatic)]
     emit(args, payload, "\n".join(lines))
-    return 0
+    return 0 if result.converged else 3
 
 
 def add_arguments_bench(parser) -> None:
+    """Time the solver on random reachable targets and report how often it converges."""
     _add_common(parser)
     parser.add_argument("--n", type=int, default=1000, help="number of targets (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -90,7 +96,8 @@ def run_bench(args) -> int:
     report = run_benchmark(robot, link, n=args.n, seed=args.seed, solver=args.solver, mode=args.mode, held=frozenset(args.hold))
     text = (
         f"{report['robot']} -> {link}, {report['mode']}, {report['backend']}, N={report['n']}, seed {report['seed']}\n"
-        f"success {report['success_rate'] * 100:.2f} % (1e-5), {report['success_rate_practical'] * 100:.2f} % (1 mm, 0.01 rad)\n"
+        f"success {report['success_rate'] * 100:.2f} % (1e-5: within limits, position error <= 1e-5 m and rotation error "
+        f"<= 1e-5 rad), {report['success_rate_practical'] * 100:.2f} % (practical: <= 1 mm and <= 0.01 rad)\n"
         f"ms: median {report['median_ms']:.3f}  p95 {report['p95_ms']:.3f}  p99 {report['p99_ms']:.3f}  max {report['max_ms']:.3f}\n"
         f"first call {report['first_call_s']:.2f} s"
     )

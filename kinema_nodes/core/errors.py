@@ -30,3 +30,29 @@ class UnknownNameError(KinemaError):
         self.valid = list(valid)
         shown = ", ".join(self.valid) if self.valid else "(none)"
         super().__init__(f"unknown {kind} '{name}'; valid {kind}s: {shown}")
+
+
+#: Characters a terminal would act on rather than show: C0/C1 controls, and the bidirectional
+#: marks, embeddings, overrides and isolates that can make a name read backwards (Trojan Source).
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text: str, newlines: bool = True) -> str:
+    """`text` safe to print on a terminal: control characters and bidi overrides become
+    visible escapes (`\\x1b`, `\\u202e`), so a name from a file can neither recolour the
+    terminal, reorder what is shown, nor split one message over two lines. With
+    `newlines=False` a newline stays a newline (for multi-line output we built ourselves)."""
+    out = []
+    for char in str(text):
+        code = ord(char)
+        if char == "\n" and not newlines:
+            out.append(char)
+        elif char == "\t":
+            out.append(" ")
+        elif code < 0x20 or 0x7F <= code < 0xA0:
+            out.append(f"\\x{code:02x}")
+        elif char in _BIDI:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
