@@ -1,0 +1,618 @@
+"""The compiled Levenberg-Marquardt kernel: the one LM loop of the NumPy backend, Elbow Swivel
+and Find Solutions.
+
+Why a kernel: one LM iteration on a 7-joint arm is a few hundred floating-point operations;
+run through the interpreter and NumPy's dispatch it costs tens of microseconds, compiled it
+costs one or two. So the whole descent (FK, geometric Jacobian, the damped step with its
+active set of joints pinned at limits, several targets, the optional elbow-swivel equation)
+runs inside one call, seed after seed, without coming back to Python.
+
+Robot-independent: a chain is data, not code. `KernelChain` packs the joints that move any
+target as a tree (parent indices, folded origins, axes, kinds, mimic factors) plus each
+target's tip transform, so numba compiles the kernel once per machine (cached on disk in
+the Kinema cache folder) and every robot, link set and held-joint set reuses it.
+
+numba is optional and imported lazily. Without it the same loop runs as plain Python over
+NumPy leaf functions (`_*_np`): the control flow is the very same function object code, only
+the three leaves (evaluate, normal equations, damped solve) are their vectorised twins, so the
+answers agree within rounding (tested to 1e-9). The kernel never reads a clock: the caller
+bounds each call by iterations and checks its budget between calls.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import types
+
+import numpy as np
+
+#: Largest change of one joint in one step (rad or m): keeps cold solves from flinging the
+#: arm through a singularity into a far branch.
+MAX_STEP = 0.6
+MAX_DAMPING = 1e6
+START_DAMPING = 1e-3
+#: A descent whose cost has not halved in this many iterations stops (a restart is cheaper).
+STALL_WINDOW = 10
+#: ... unless its cost is already this small (it is creeping onto a tight tolerance).
+STALL_FLOOR = 1e-12
+#: Swivel equations are weighted against tool metres/radians: the tool wins a conflict.
+SWIVEL_WEIGHT = 0.3
+#: A swivel residual this small (rad) counts as met inside the kernel.
+SWIVEL_MET = 1e-5
+#: Step for the numerical derivative of the swivel angle (rad).
+DERIVATIVE_STEP = 1e-6
+
+REVOLUTE, PRISMATIC = 0, 1
+
+
+# ---- chain data --------------------------------------------------------------------------------
+
+class KernelChain:
+    """The moving joints of every target chain as one tree, in arrays the kernel reads.
+
+    Node i: `parent[i]` (-1 at the root; parents come first), `origin` (rotation `rot0[i]`,
+    translation `pos0[i]`) from the parent node's frame with fixed joints folded in, unit-free
+    `axis[i]`, `kind[i]`, and the value q[source[i]] * mult[i] + offset[i]. `column[i]` is the
+    free variable the node follows (-1 when held). Target t sits at node `tip_node[t]` times
+    (`tip_rot[t]`, `tip_pos[t]`); `affects[t, i]` says node i moves it. The three swivel
+    points (shoulder, elbow, wrist) are stored the same way when asked for.
+    """
+
+    def __init__(self, problem, swivel_links: tuple[str, ...] | None = None):
+        from ..model.kinematics import FIXED, PRISMATIC as KIND_PRISMATIC, chain_steps
+
+        robot, links, free = problem.robot, problem.links, problem.free
+        self.problem = problem
+        self.swivel_links = tuple(swivel_links or ())
+        self._plain_data = None
+
+        index: dict[str, int] = {}
+        parent, kind, axis, rot0, pos0, source, mult, offset = [], [], [], [], [], [], [], []
+
+        def walk(link):
+            """Add the chain's moving joints; return (tip node, tip transform, nodes on the way)."""
+            pending = np.eye(4)
+            last = -1
+            on_way = []
+            for step in chain_steps(robot, link):
+                pending = pending @ step.origin
+                if step.kind == FIXED:
+                    continue
+                if step.name not in index:
+                    index[step.name] = len(parent)
+                    parent.append(last)
+                    kind.append(PRISMATIC if step.kind == KIND_PRISMATIC else REVOLUTE)
+                    axis.append(np.asarray(step.axis, dtype=float))
+                    rot0.append(pending[:3, :3].copy())
+                    pos0.append(pending[:3, 3].copy())
+                    source.append(step.source)
+                    mult.append(step.multiplier)
+                    offset.append(step.offset)
+                last = index[step.name]
+                on_way.append(last)
+                pending = np.eye(4)
+            return last, pending, on_way
+
+        tips = [walk(link) for link in links]
+        points = [walk(link) for link in (swivel_links or ())]
+        m = len(parent)
+        position = {int(j): c for c, j in enumerate(free)}
+        self.parent = np.array(parent, dtype=np.int64)
+        self.kind = np.array(kind, dtype=np.int64)
+        self.axis = np.array(axis, dtype=float).reshape(m, 3)
+        self.rot0 = np.array(rot0, dtype=float).reshape(m, 3, 3)
+        self.pos0 = np.array(pos0, dtype=float).reshape(m, 3)
+        self.source = np.array(source, dtype=np.int64)
+        self.mult = np.array(mult, dtype=float)
+        self.offset = np.array(offset, dtype=float)
+        self.column = np.array([position.get(int(s), -1) for s in source], dtype=np.int64)
+
+        def pack(entries):
+            nodes = np.array([e[0] for e in entries], dtype=np.int64)
+            rot = np.array([e[1][:3, :3] for e in entries], dtype=float).reshape(-1, 3, 3)
+            pos = np.array([e[1][:3, 3] for e in entries], dtype=float).reshape(-1, 3)
+            affects = np.zeros((len(entries), m), dtype=np.bool_)
+            for row, entry in enumerate(entries):
+                affects[row, entry[2]] = True
+            return nodes, rot, pos, affects
+
+        self.tip_node, self.tip_rot, self.tip_pos, self.affects = pack(tips)
+        self.point_node, self.point_rot, self.point_pos, self.point_affects = pack(points)
+        self.free = np.asarray(free, dtype=np.int64)
+        self.lower = robot.lower[self.free].astype(float)
+        self.upper = robot.upper[self.free].astype(float)
+        self.targets = len(links)
+        self.data = (self.parent, self.kind, self.axis, self.rot0, self.pos0, self.source, self.mult, self.offset,
+                     self.column, self.tip_node, self.tip_rot, self.tip_pos, self.affects, self.point_node,
+                     self.point_rot, self.point_pos, self.point_affects, self.free, self.lower, self.upper)
+
+    @property
+    def plain_data(self) -> tuple:
+        """`data` plus what the NumPy leaves use: the ChainProblem and the swivel point chains."""
+        if self._plain_data is None:
+            from ._chain import TargetChain
+
+            position = {int(j): c for c, j in enumerate(self.free)}
+            point_chains = []
+            for link in self.swivel_links:
+                chain = TargetChain(self.problem.robot, link)
+                selector = np.zeros((chain.count, len(self.free)))
+                for row, source in enumerate(chain.sources):
+                    if int(source) in position:
+                        selector[row, position[int(source)]] = 1.0
+                point_chains.append((chain, selector))
+            self._plain_data = (*self.data, self.problem, point_chains)
+        return self._plain_data
+
+
+# ---- leaves, scalar form (what numba compiles) -------------------------------------------------
+
+def _forward(data, q, R, P, W, C):
+    """Node frames R (m,3,3), P (m,3); world axes W and joint centres C (m,3)."""
+    parent, kind, axis, rot0, pos0, source, mult, offset = data[0], data[1], data[2], data[3], data[4], data[5], data[6], data[7]
+    for i in range(parent.shape[0]):
+        v = q[source[i]] * mult[i] + offset[i]
+        p = parent[i]
+        ra = np.empty((3, 3))
+        if p < 0:
+            for a in range(3):
+                C[i, a] = pos0[i, a]
+                for b in range(3):
+                    ra[a, b] = rot0[i, a, b]
+        else:
+            for a in range(3):
+                C[i, a] = R[p, a, 0] * pos0[i, 0] + R[p, a, 1] * pos0[i, 1] + R[p, a, 2] * pos0[i, 2] + P[p, a]
+                for b in range(3):
+                    ra[a, b] = R[p, a, 0] * rot0[i, 0, b] + R[p, a, 1] * rot0[i, 1, b] + R[p, a, 2] * rot0[i, 2, b]
+        x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
+        for a in range(3):
+            W[i, a] = ra[a, 0] * x + ra[a, 1] * y + ra[a, 2] * z
+        if kind[i] == REVOLUTE:
+            s = math.sin(v)
+            c = 1.0 - math.cos(v)
+            # I + s K + (1 - cos) K^2 for K = skew(axis)
+            m00, m01, m02 = 1.0 - c * (y * y + z * z), -s * z + c * x * y, s * y + c * x * z
+            m10, m11, m12 = s * z + c * x * y, 1.0 - c * (x * x + z * z), -s * x + c * y * z
+            m20, m21, m22 = -s * y + c * x * z, s * x + c * y * z, 1.0 - c * (x * x + y * y)
+            for a in range(3):
+                r0, r1, r2 = ra[a, 0], ra[a, 1], ra[a, 2]
+                R[i, a, 0] = r0 * m00 + r1 * m10 + r2 * m20
+                R[i, a, 1] = r0 * m01 + r1 * m11 + r2 * m21
+                R[i, a, 2] = r0 * m02 + r1 * m12 + r2 * m22
+                P[i, a] = C[i, a]
+        else:
+            for a in range(3):
+                for b in range(3):
+                    R[i, a, b] = ra[a, b]
+                P[i, a] = C[i, a] + W[i, a] * v
+
+
+def _tip(R, P, node, rot, pos, out_R, out_p):
+    for a in range(3):
+        out_p[a] = R[node, a, 0] * pos[0] + R[node, a, 1] * pos[1] + R[node, a, 2] * pos[2] + P[node, a]
+        for b in range(3):
+            out_R[a, b] = R[node, a, 0] * rot[0, b] + R[node, a, 1] * rot[1, b] + R[node, a, 2] * rot[2, b]
+
+
+def _rotation_error(target, current, out, row):
+    """World rotation vector taking `current` to `target` (both 3x3) into out[row:row+3]."""
+    rel = np.empty((3, 3))
+    for a in range(3):
+        for b in range(3):
+            rel[a, b] = target[a, 0] * current[b, 0] + target[a, 1] * current[b, 1] + target[a, 2] * current[b, 2]
+    v0 = 0.5 * (rel[2, 1] - rel[1, 2])
+    v1 = 0.5 * (rel[0, 2] - rel[2, 0])
+    v2 = 0.5 * (rel[1, 0] - rel[0, 1])
+    cos = 0.5 * (rel[0, 0] + rel[1, 1] + rel[2, 2] - 1.0)
+    sin = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
+    if cos < -0.5:
+        # Near a half turn the skew part loses the axis; read it from the symmetric part
+        # (R + R^T = 2 cos I + 2 (1 - cos) a a^T) and take its sign from the skew part.
+        denominator = 2.0 * (1.0 - cos)
+        column = 0
+        best = -1e300
+        for a in range(3):
+            d = (2.0 * rel[a, a] - 2.0 * cos) / denominator
+            if d > best:
+                best, column = d, a
+        a0 = (rel[0, column] + rel[column, 0] - (2.0 * cos if column == 0 else 0.0)) / denominator
+        a1 = (rel[1, column] + rel[column, 1] - (2.0 * cos if column == 1 else 0.0)) / denominator
+        a2 = (rel[2, column] + rel[column, 2] - (2.0 * cos if column == 2 else 0.0)) / denominator
+        norm = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+        sign = -1.0 if (a0 * v0 + a1 * v1 + a2 * v2) < 0 else 1.0
+        angle = math.atan2(sin, cos) * sign / norm
+        out[row], out[row + 1], out[row + 2] = a0 * angle, a1 * angle, a2 * angle
+    else:
+        scale = math.atan2(sin, cos) / sin if sin > 1e-12 else 1.0
+        out[row], out[row + 1], out[row + 2] = v0 * scale, v1 * scale, v2 * scale
+
+
+def _swivel_angle(s0, s1, s2, e0, e1, e2, w0, w1, w2):
+    """Elbow angle about the shoulder-to-wrist line (see core/stages/swivel.py for the definition)."""
+    a0, a1, a2 = w0 - s0, w1 - s1, w2 - s2
+    norm = max(math.sqrt(a0 * a0 + a1 * a1 + a2 * a2), 1e-12)
+    a0, a1, a2 = a0 / norm, a1 / norm, a2 / norm
+    o0, o1, o2 = e0 - s0, e1 - s1, e2 - s2
+    d = o0 * a0 + o1 * a1 + o2 * a2
+    o0, o1, o2 = o0 - d * a0, o1 - d * a1, o2 - d * a2
+    r0, r1, r2 = -a2 * a0, -a2 * a1, 1.0 - a2 * a2  # root +Z less its part along the axis
+    if math.sqrt(r0 * r0 + r1 * r1 + r2 * r2) < 0.1:  # the line is vertical: measure from root +X
+        r0, r1, r2 = 1.0 - a0 * a0, -a0 * a1, -a0 * a2
+    norm = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+    r0, r1, r2 = r0 / norm, r1 / norm, r2 / norm
+    p0, p1, p2 = a1 * r2 - a2 * r1, a2 * r0 - a0 * r2, a0 * r1 - a1 * r0
+    return math.atan2(o0 * p0 + o1 * p1 + o2 * p2, o0 * r0 + o1 * r1 + o2 * r2)
+
+
+def _wrap(angle):
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J):
+    """Errors (T,2), weighted residual r (rows) and Jacobian J (rows, k) at q; the swivel row
+    last when the chain has swivel points. Returns (cost, swivel residual)."""
+    tip_node, tip_rot, tip_pos, affects = data[9], data[10], data[11], data[12]
+    point_node, point_rot, point_pos, point_affects = data[13], data[14], data[15], data[16]
+    kind, mult, column = data[1], data[6], data[8]
+    m = data[0].shape[0]
+    k = J.shape[1]
+    R = np.empty((m, 3, 3))
+    P = np.empty((m, 3))
+    W = np.empty((m, 3))
+    C = np.empty((m, 3))
+    _forward(data, q, R, P, W, C)
+    for row in range(J.shape[0]):
+        for c in range(k):
+            J[row, c] = 0.0
+    tR = np.empty((3, 3))
+    tp = np.empty(3)
+    cost = 0.0
+    for t in range(tip_node.shape[0]):
+        _tip(R, P, tip_node[t], tip_rot[t], tip_pos[t], tR, tp)
+        base = 6 * t
+        for a in range(3):
+            r[base + a] = tpos[t, a] - tp[a]
+        _rotation_error(trot[t], tR, r, base + 3)
+        ep = math.sqrt(r[base] ** 2 + r[base + 1] ** 2 + r[base + 2] ** 2)
+        er = math.sqrt(r[base + 3] ** 2 + r[base + 4] ** 2 + r[base + 5] ** 2)
+        errors[t, 0], errors[t, 1] = ep, er
+        wp, wr = twt[t, 0], twt[t, 1]
+        cost += (ep * wp) ** 2 + (er * wr) ** 2
+        for a in range(3):
+            r[base + a] *= wp
+            r[base + 3 + a] *= wr
+        for i in range(m):
+            c = column[i]
+            if c < 0 or not affects[t, i]:
+                continue
+            f = mult[i]
+            if kind[i] == REVOLUTE:
+                l0, l1, l2 = tp[0] - C[i, 0], tp[1] - C[i, 1], tp[2] - C[i, 2]
+                J[base, c] += f * wp * (W[i, 1] * l2 - W[i, 2] * l1)
+                J[base + 1, c] += f * wp * (W[i, 2] * l0 - W[i, 0] * l2)
+                J[base + 2, c] += f * wp * (W[i, 0] * l1 - W[i, 1] * l0)
+                for a in range(3):
+                    J[base + 3 + a, c] += f * wr * W[i, a]
+            else:
+                for a in range(3):
+                    J[base + a, c] += f * wp * W[i, a]
+    swivel = 0.0
+    if point_node.shape[0] == 3:
+        # The three points and their position Jacobians, then the angle at q and at q + h e_c
+        # from the linearised points: a derivative without k more FK passes.
+        pts = np.empty((3, 3))
+        jp = np.zeros((3, 3, k))
+        for n in range(3):
+            _tip(R, P, point_node[n], point_rot[n], point_pos[n], tR, tp)
+            for a in range(3):
+                pts[n, a] = tp[a]
+            for i in range(m):
+                c = column[i]
+                if c < 0 or not point_affects[n, i]:
+                    continue
+                f = mult[i]
+                if kind[i] == REVOLUTE:
+                    l0, l1, l2 = tp[0] - C[i, 0], tp[1] - C[i, 1], tp[2] - C[i, 2]
+                    jp[n, 0, c] += f * (W[i, 1] * l2 - W[i, 2] * l1)
+                    jp[n, 1, c] += f * (W[i, 2] * l0 - W[i, 0] * l2)
+                    jp[n, 2, c] += f * (W[i, 0] * l1 - W[i, 1] * l0)
+                else:
+                    for a in range(3):
+                        jp[n, a, c] += f * W[i, a]
+        angle = _swivel_angle(pts[0, 0], pts[0, 1], pts[0, 2], pts[1, 0], pts[1, 1], pts[1, 2], pts[2, 0], pts[2, 1], pts[2, 2])
+        swivel = _wrap(wanted - angle)
+        row = 6 * tip_node.shape[0]
+        r[row] = SWIVEL_WEIGHT * swivel
+        cost += r[row] ** 2
+        h = DERIVATIVE_STEP
+        for c in range(k):
+            moved = _swivel_angle(pts[0, 0] + h * jp[0, 0, c], pts[0, 1] + h * jp[0, 1, c], pts[0, 2] + h * jp[0, 2, c],
+                                  pts[1, 0] + h * jp[1, 0, c], pts[1, 1] + h * jp[1, 1, c], pts[1, 2] + h * jp[1, 2, c],
+                                  pts[2, 0] + h * jp[2, 0, c], pts[2, 1] + h * jp[2, 1, c], pts[2, 2] + h * jp[2, 2, c])
+            J[row, c] = SWIVEL_WEIGHT * _wrap(moved - angle) / h
+    return cost, swivel
+
+
+def _normal(J, r, A, g):
+    """A = J^T J, g = J^T r."""
+    rows, k = J.shape
+    for a in range(k):
+        s = 0.0
+        for i in range(rows):
+            s += J[i, a] * r[i]
+        g[a] = s
+        for b in range(a, k):
+            s = 0.0
+            for i in range(rows):
+                s += J[i, a] * J[i, b]
+            A[a, b] = s
+            A[b, a] = s
+
+
+def _damped_solve(A, g, damping, keep, step):
+    """step = (A + damping I)^-1 g over the kept joints (the others get 0), by Cholesky: the
+    damped normal matrix is symmetric positive definite."""
+    k = g.shape[0]
+    L = np.zeros((k, k))
+    for a in range(k):
+        if not keep[a]:
+            L[a, a] = 1.0
+            continue
+        for b in range(a + 1):
+            if not keep[b]:
+                continue
+            s = A[a, b] + (damping if a == b else 0.0)
+            for c in range(b):
+                s -= L[a, c] * L[b, c]
+            if a == b:
+                L[a, a] = math.sqrt(max(s, 1e-300))
+            else:
+                L[a, b] = s / L[b, b]
+    y = np.empty(k)
+    for a in range(k):
+        s = g[a] if keep[a] else 0.0
+        for c in range(a):
+            s -= L[a, c] * y[c]
+        y[a] = s / L[a, a]
+    for a in range(k - 1, -1, -1):
+        s = y[a]
+        for c in range(a + 1, k):
+            s -= L[c, a] * step[c]
+        step[a] = s / L[a, a] if keep[a] else 0.0
+
+
+# ---- leaves, vectorised form (the same numbers in plain NumPy, when numba is missing) ---------
+
+def _evaluate_np(data, q, tpos, trot, twt, wanted, errors, r, J):
+    """`_evaluate` over the vectorised chain FK of `_chain.ChainProblem` (data[20]) and, for the
+    swivel, the point chains (data[21]): the same formulas, batched by NumPy instead of looped."""
+    problem, point_chains = data[20], data[21]
+    count = data[9].shape[0]
+    err, residual, jac = problem.residual(q[None], trot, tpos)
+    errors[:, :] = err[0]
+    scale = np.repeat(twt, 3, axis=1).reshape(-1)
+    r[:6 * count] = residual[0] * scale
+    J[:6 * count] = jac[0] * scale[:, None]
+    cost = float(np.sum((err[0] * twt) ** 2))
+    swivel = 0.0
+    if point_chains:
+        k = J.shape[1]
+        pts, moved = [], []
+        for chain, selector in point_chains:
+            tip, chain_jac = chain.evaluate(q[None])
+            pts.append(tip[0, :3, 3])
+            moved.append(tip[0, :3, 3][None, :] + DERIVATIVE_STEP * (chain_jac[0, :3] @ selector).T)  # (k, 3)
+        angle = _swivel_angle(*pts[0], *pts[1], *pts[2])
+        swivel = _wrap(wanted - angle)
+        row = 6 * count
+        r[row] = SWIVEL_WEIGHT * swivel
+        cost += r[row] ** 2
+        for col in range(k):
+            J[row, col] = SWIVEL_WEIGHT * _wrap(_swivel_angle(*moved[0][col], *moved[1][col], *moved[2][col]) - angle) / DERIVATIVE_STEP
+    return cost, swivel
+
+
+def _normal_np(J, r, A, g):
+    A[:] = J.T @ J
+    g[:] = J.T @ r
+
+
+def _damped_solve_np(A, g, damping, keep, step):
+    step[:] = 0.0
+    if keep.any():
+        inner = A[np.ix_(keep, keep)] + damping * np.eye(int(keep.sum()))
+        step[keep] = np.linalg.solve(inner, g[keep])
+
+
+# ---- the loop (one source, two builds) ---------------------------------------------------------
+
+def _converged(errors, twt, tol_p, tol_r, swivel, has_swivel):
+    for t in range(errors.shape[0]):
+        if twt[t, 0] > 0 and errors[t, 0] > tol_p:
+            return False
+        if twt[t, 1] > 0 and errors[t, 1] > tol_r:
+            return False
+    return not (has_swivel and abs(swivel) > SWIVEL_MET)
+
+
+def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, stall_window, errors):
+    """One LM descent from q (n,), in place. Returns (iterations, converged, swivel residual);
+    `errors` (T,2) holds the unweighted errors at the returned q."""
+    free, lower, upper = data[17], data[18], data[19]
+    k = free.shape[0]
+    has_swivel = data[13].shape[0] == 3
+    rows = 6 * data[9].shape[0] + (1 if has_swivel else 0)
+    x = np.empty(k)
+    for c in range(k):
+        x[c] = min(max(q[free[c]], lower[c]), upper[c])
+        q[free[c]] = x[c]
+    r = np.empty(rows)
+    J = np.empty((rows, k))
+    cost, swivel = _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J)
+    if k == 0:
+        return 0, _converged(errors, twt, tol_p, tol_r, swivel, has_swivel), swivel
+    r_trial = np.empty(rows)
+    J_trial = np.empty((rows, k))
+    errors_trial = np.empty_like(errors)
+    q_trial = q.copy()
+    x_trial = np.empty(k)
+    A = np.empty((k, k))
+    g = np.empty(k)
+    step = np.empty(k)
+    keep = np.empty(k, dtype=np.bool_)
+    damping = START_DAMPING
+    checkpoint = cost
+    iterations = 0
+    while iterations < max_iterations and not _converged(errors, twt, tol_p, tol_r, swivel, has_swivel):
+        iterations += 1
+        _normal(J, r, A, g)
+        for c in range(k):
+            keep[c] = True
+        _damped_solve(A, g, damping, keep, step)
+        # Joints pinned at a bound that the step pushes outward leave the step (an active set).
+        blocked = False
+        for c in range(k):
+            if (x[c] <= lower[c] and step[c] < 0) or (x[c] >= upper[c] and step[c] > 0):
+                keep[c] = False
+                blocked = True
+        if blocked:
+            _damped_solve(A, g, damping, keep, step)
+        biggest = 0.0
+        for c in range(k):
+            biggest = max(biggest, abs(step[c]))
+        shrink = MAX_STEP / biggest if biggest > MAX_STEP else 1.0
+        for c in range(k):
+            x_trial[c] = min(max(x[c] + step[c] * shrink, lower[c]), upper[c])
+            q_trial[free[c]] = x_trial[c]
+        cost_trial, swivel_trial = _evaluate(data, q_trial, tpos, trot, twt, wanted, errors_trial, r_trial, J_trial)
+        if cost_trial < cost:
+            cost, swivel = cost_trial, swivel_trial
+            for c in range(k):
+                x[c] = x_trial[c]
+                q[free[c]] = x_trial[c]
+            errors[:, :] = errors_trial
+            r, r_trial = r_trial, r
+            J, J_trial = J_trial, J
+            damping = max(damping * 0.2, 1e-12)
+        else:
+            damping = min(damping * 10.0, MAX_DAMPING)
+            if damping >= MAX_DAMPING:
+                break
+        if stall_window > 0 and iterations % stall_window == 0:
+            if cost > 0.5 * checkpoint and cost > STALL_FLOOR:
+                break
+            checkpoint = cost
+    return iterations, _converged(errors, twt, tol_p, tol_r, swivel, has_swivel), swivel
+
+
+def _solve_rows(data, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, stall_window,
+                stop_at_first, q_out, errors_out, swivel_out, iterations_out, converged_out):
+    """`_descend` from every row of seeds (S, n), row s aiming at problem problem_of[s] (its
+    targets tpos/trot/twt[p] and swivel wanted[s]). With stop_at_first the rows after the first
+    converged one are not run (iterations_out = -1). Returns how many rows ran."""
+    ran = 0
+    for s in range(seeds.shape[0]):
+        p = problem_of[s]
+        q_out[s, :] = seeds[s]
+        its, ok, sw = _descend(data, q_out[s], tpos[p], trot[p], twt[p], wanted[s], tol_p, tol_r, max_iterations,
+                               stall_window, errors_out[s])
+        iterations_out[s], converged_out[s], swivel_out[s] = its, ok, sw
+        ran += 1
+        if ok and stop_at_first:
+            for rest in range(s + 1, seeds.shape[0]):
+                iterations_out[rest] = -1
+                converged_out[rest] = False
+            break
+    return ran
+
+
+# ---- building the two forms --------------------------------------------------------------------
+
+_LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_evaluate", "_normal", "_damped_solve",
+           "_converged", "_descend", "_solve_rows")
+_lock = threading.Lock()
+_numpy_form: types.FunctionType | None = None
+_numba_form = None
+_numba_reason: str | None = None
+_numba_tried = False
+
+
+def _plain():
+    """`_solve_rows` as plain Python over the NumPy leaves (same loop code, other globals)."""
+    global _numpy_form
+    if _numpy_form is None:
+        namespace = dict(globals())
+        namespace.update(_evaluate=_evaluate_np, _normal=_normal_np, _damped_solve=_damped_solve_np)
+        for name in ("_converged", "_descend", "_solve_rows"):
+            original = globals()[name]
+            namespace[name] = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
+        _numpy_form = namespace["_solve_rows"]
+    return _numpy_form
+
+
+def numba_cache_dir() -> str:
+    from ._cache import cache_root
+
+    return str(cache_root() / "numba")
+
+
+def _compiled():
+    """The numba build of `_solve_rows`, or None (and `_numba_reason`) when numba is missing or
+    fails. numba caches the machine code under the Kinema cache folder, so later processes
+    load it instead of compiling."""
+    global _numba_form, _numba_reason, _numba_tried
+    if _numba_tried:
+        return _numba_form
+    with _lock:
+        if _numba_tried:
+            return _numba_form
+        try:
+            if os.environ.get("KINEMA_NO_NUMBA"):
+                raise ImportError("KINEMA_NO_NUMBA is set")
+            os.environ.setdefault("NUMBA_CACHE_DIR", numba_cache_dir())
+            import numba
+
+            if not getattr(numba.config, "CACHE_DIR", ""):
+                numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
+            namespace = dict(globals())
+            for name in _LEAVES:  # callees first, so each sees its jitted callees in `namespace`
+                original = globals()[name]
+                clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
+                clone.__module__ = __name__
+                clone.__qualname__ = original.__qualname__
+                namespace[name] = numba.njit(cache=True, nogil=True)(clone)
+            _numba_form = namespace["_solve_rows"]
+        except Exception as exc:  # noqa: BLE001 - ImportError, or a broken numba: fall back to NumPy
+            _numba_form = None
+            _numba_reason = f"numba could not be used ({type(exc).__name__}: {exc})"
+        _numba_tried = True
+    return _numba_form
+
+
+def kernel_status() -> tuple[str, str | None]:
+    """("numba", None) when the compiled kernel runs here, else ("numpy", why)."""
+    return ("numba", None) if _compiled() is not None else ("numpy", _numba_reason)
+
+
+def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations,
+               stall_window=STALL_WINDOW, stop_at_first=False, compiled: bool | None = None):
+    """Run the kernel (`_solve_rows`); `compiled=None` takes numba when it is there, False
+    forces the plain NumPy form. Returns (q (S,n), errors (S,T,2), swivel (S,), iterations (S,),
+    converged (S,))."""
+    count = seeds.shape[0]
+    q = np.empty_like(seeds)
+    errors = np.empty((count, chain.targets, 2))
+    swivel = np.zeros(count)
+    iterations = np.zeros(count, dtype=np.int64)
+    converged = np.zeros(count, dtype=np.bool_)
+    run = _compiled() if compiled is not False else None
+    if compiled and run is None:
+        raise RuntimeError(_numba_reason or "numba is not available")
+    data = chain.data
+    if run is None:
+        run, data = _plain(), chain.plain_data
+    run(data, seeds, problem_of, tpos, trot, twt, wanted, float(tol_p), float(tol_r), int(max_iterations),
+        int(stall_window), bool(stop_at_first), q, errors, swivel, iterations, converged)
+    return q, errors, swivel, iterations, converged
