@@ -292,8 +292,12 @@ def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInput
         for target in step.targets:
             if program.resolve_link(target, frame_input) not in step.robot.links:
                 return f"an unknown link on frame {frame_input.frame:g}"
+    from .solve._api import pyroki_size_reason
     from .solve._pyroki_backend import jax_available
 
+    too_large = pyroki_size_reason(step.robot)
+    if too_large:
+        return too_large
     ok, reason = jax_available()
     return None if ok else reason
 

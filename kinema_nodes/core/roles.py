@@ -128,7 +128,8 @@ def rail_joint(robot: RobotModel, tool_point: str | None = None):
 
 def _named(robot: RobotModel, candidates: list[str], words) -> str | None:
     def rank(link: str) -> tuple[int, int, int]:
-        return (-len(robot.chain_joint_names(link)), -len(robot.chain(link)), robot.links.index(link))
+        depth, count = robot.chain_facts(link)
+        return (-count, -depth, robot.link_index[link])
 
     for pattern in words:
         hits = [link for link in candidates if pattern.search(link.lower())]
@@ -140,7 +141,7 @@ def _named(robot: RobotModel, candidates: list[str], words) -> str | None:
 def _limb_roles(robot: RobotModel) -> tuple[dict[str, str], dict[str, str]]:
     links, missing = {}, {}
     for side, pattern in (("left", _LEFT), ("right", _RIGHT)):
-        on_side = [link for link in robot.links if pattern.search(link.lower()) and robot.chain_joint_names(link)]
+        on_side = [link for link in robot.links if pattern.search(link.lower()) and robot.chain_facts(link)[1]]
         if side == "left":
             on_side = [link for link in on_side if not _RIGHT.search(link.lower()) or _LEFT.search(link.lower())]
         feet = [link for link in on_side if any(p.search(link.lower()) for p in _FOOT_WORDS)]

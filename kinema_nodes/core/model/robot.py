@@ -144,9 +144,31 @@ class RobotModel:
             raise UnknownNameError("joint", name, self.actuated_joint_names) from None
 
     def check_link(self, name: str) -> str:
-        if name not in self.links:
+        if name not in self.link_index:
             raise UnknownNameError("link", name, self.links)
         return name
+
+    @property
+    def link_index(self) -> dict[str, int]:
+        """Link name -> its place in `links` (a dict: `links.index` per link is quadratic)."""
+        index = self._derived.get("link_index")
+        if index is None:
+            index = self._derived["link_index"] = {name: i for i, name in enumerate(self.links)}
+        return index
+
+    def chain_facts(self, link: str) -> tuple[int, int]:
+        """(joints from the root to `link`, actuated joints that move it as `chain_joint_names`
+        counts them), for every link in one pass over the tree: ranking all links of a
+        2,000-link robot stays linear, where a walk per link is quadratic."""
+        facts = self._derived.get("chain_facts")
+        if facts is None:
+            facts = {self.root_link: (0, 0)}
+            for joint in self.joints:  # tree order: the parent link is done before the child
+                depth, count = facts.get(joint.parent, (0, 0))
+                adds = joint.is_movable and (not joint.mimic or joint.mimic.joint not in self.chain_joint_names(joint.parent))
+                facts[joint.child] = (depth + 1, count + int(adds))
+            self._derived["chain_facts"] = facts
+        return facts[self.check_link(link)]
 
     def zero_configuration(self) -> np.ndarray:
         """All joints at zero, moved inside their limits where zero is outside them."""
@@ -188,11 +210,13 @@ class RobotModel:
         """Actuated joints that move `link`, from the root to the tip (a mimic joint counts for
         its source, at the place of the first joint of the pair)."""
         names: list[str] = []
+        seen: set[str] = set()  # a set, not `in names`: a 2,000-link chain must stay linear
         for joint in self.chain(link):
             if not joint.is_movable:
                 continue
             source = joint.mimic.joint if joint.mimic else joint.name
-            if source not in names:
+            if source not in seen:
+                seen.add(source)
                 names.append(source)
         return names
 
@@ -279,7 +303,21 @@ def is_gripper_part(robot: RobotModel, link: str) -> bool:
     if _FINGER_WORDS.search(link.lower()):
         return True
     grippers = robot.gripper_joints
-    return any(name in grippers for name in robot.chain_joint_names(link))
+    return _moved_by(robot, grippers)[link] > 0
+
+
+def _moved_by(robot: RobotModel, names: frozenset[str]) -> dict[str, int]:
+    """Link -> how many of the actuated joints `names` move it (one pass over the tree)."""
+    key = ("moved_by", names)
+    counts = robot.cache("moved_by").get(key)
+    if counts is None:
+        counts = {robot.root_link: 0}
+        for joint in robot.joints:
+            source = joint.mimic.joint if joint.mimic else joint.name
+            counts[joint.child] = counts.get(joint.parent, 0) + int(joint.is_movable and source in names and not (
+                joint.mimic and joint.mimic.joint in robot.chain_joint_names(joint.parent)))
+        robot.cache("moved_by")[key] = counts
+    return counts
 
 
 def default_tool_point(robot: RobotModel) -> str:
@@ -297,9 +335,11 @@ def default_tool_point(robot: RobotModel) -> str:
     """
     grippers = robot.gripper_joints
 
+    moved_by_gripper = _moved_by(robot, grippers)
+
     def rank(link: str) -> tuple[int, int, int]:
-        arm = [n for n in robot.chain_joint_names(link) if n not in grippers]
-        return (-len(arm), -len(robot.chain(link)), robot.links.index(link))
+        depth, count = robot.chain_facts(link)
+        return (-(count - moved_by_gripper[link]), -depth, robot.link_index[link])
 
     parts = {link for link in robot.links if is_gripper_part(robot, link)}
     for allowed in ([link for link in robot.links if link not in parts], list(robot.links)):

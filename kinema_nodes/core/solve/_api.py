@@ -35,9 +35,30 @@ def pyroki_available() -> tuple[bool, str | None]:
     return available()
 
 
-def _choose_backend(options: SolveOptions) -> tuple[str, str | None]:
+#: PyRoki compiles the whole robot into one program and its compile time grows with it
+#: (400 links: 37 s; 2,000 links: no answer after 300 s). Beyond these the NumPy solver runs,
+#: with a message saying why. The largest real robots we ship tests for have ~60 links.
+MAX_PYROKI_LINKS = 256
+MAX_PYROKI_CHAIN = 64
+
+
+def pyroki_size_reason(robot, chain_joints: int | None = None) -> str | None:
+    """Why a robot (or a chain of `chain_joints` moving joints) is too large for PyRoki, or None."""
+    if len(robot.links) > MAX_PYROKI_LINKS:
+        return (f"'{robot.name}' has {len(robot.links)} links; PyRoki's compile grows with the robot, so robots over "
+                f"{MAX_PYROKI_LINKS} links use the NumPy solver")
+    if chain_joints is not None and chain_joints > MAX_PYROKI_CHAIN:
+        return (f"the chain has {chain_joints} moving joints; PyRoki's compile grows with the chain, so chains over "
+                f"{MAX_PYROKI_CHAIN} joints use the NumPy solver")
+    return None
+
+
+def _choose_backend(options: SolveOptions, robot=None, chain_joints: int | None = None) -> tuple[str, str | None]:
     if options.backend == "numpy":
         return "numpy", None
+    too_large = pyroki_size_reason(robot, chain_joints) if robot is not None else None
+    if too_large:
+        return "numpy", too_large
     # Only JAX is needed up front: a solver exported by an earlier session runs without
     # importing PyRoki (and its viewer dependencies); a failed PyRoki import while building
     # one is caught in `solve` and reported the same way.
@@ -107,7 +128,7 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
     target_arrays = check_targets(robot, targets)
     start = check_start(robot, start)
     problem = problem_for(robot, target_arrays.links, frozenset(options.held_joints))
-    backend, fallback_reason = _choose_backend(options)
+    backend, fallback_reason = _choose_backend(options, robot, len(problem.free))
     q_raw = None
     if backend == "pyroki" and len(problem.free):
         from ._pyroki_backend import solve_pyroki
@@ -170,7 +191,7 @@ def warm_up(robot, links: Sequence[str], options: SolveOptions | None = None) ->
     links = tuple(robot.check_link(link) for link in ([links] if isinstance(links, str) else links))
     if not links:
         raise KinemaError("warm_up needs at least one target link")
-    backend, _ = _choose_backend(options)
+    backend, _ = _choose_backend(options, robot)
     if backend == "pyroki":
         from ._pyroki_backend import warm_up_pyroki
 

@@ -3,17 +3,23 @@
 The folder is per user ($KINEMA_CACHE_DIR, else $XDG_CACHE_HOME/kinema_nodes, else
 ~/.cache/kinema_nodes) so a new Blender session finds what the last one compiled; tests
 point KINEMA_CACHE_DIR at a temporary folder so they never share state by accident.
+
+An entry on disk is `magic`, one header line (what it was made for), the SHA-256 of the
+payload, then the payload, written atomically (`core.files`). `read_entry` checks the hash
+before anything deserialises the payload: a bit-flipped or truncated entry is deleted (so the
+caller rebuilds it, once) and reported once on stderr, instead of failing on every run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
+import sys
 from pathlib import Path
 
-#: How many compiled solvers stay in memory: enough for a hand-off between a few links.
-DEFAULT_LRU_SIZE = 4
+from ..lru import DEFAULT_LRU_SIZE, LRU
+
+__all__ = ["DEFAULT_LRU_SIZE", "LRU", "cache_root"]
 
 
 def cache_root() -> Path:
@@ -25,36 +31,57 @@ def cache_root() -> Path:
     return base / "kinema_nodes"
 
 
-class LRU:
-    """A bounded mapping that drops the least recently used entry when full."""
+#: Entries already reported as corrupt in this process (each is said once).
+_reported: set[str] = set()
 
-    def __init__(self, capacity: int = DEFAULT_LRU_SIZE):
-        self.capacity = max(1, int(capacity))
-        self._items: OrderedDict[Hashable, object] = OrderedDict()
 
-    def get_or_build(self, key: Hashable, build: Callable[[], object]) -> object:
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
-        value = build()
-        self._items[key] = value
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-        return value
+def note(message: str) -> None:
+    """One line on stderr (never stdout: the CLI's answer goes there)."""
+    print(f"kinema-nodes: {message}", file=sys.stderr, flush=True)
 
-    def resize(self, capacity: int) -> None:
-        self.capacity = max(1, int(capacity))
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
 
-    def keys(self) -> list[Hashable]:
-        return list(self._items)
+def write_entry(path: Path, magic: bytes, header: bytes, payload: bytes) -> bool:
+    """Write a cache entry whole or not at all; False when the folder cannot take it (a
+    read-only or full cache only costs the next session a compile)."""
+    from ..files import OutputError, write_bytes
 
-    def clear(self) -> None:
-        self._items.clear()
+    digest = hashlib.sha256(payload).hexdigest().encode() + b"\n"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(path, magic + header + digest + payload, "solver cache entry")
+    except (OSError, OutputError):
+        return False
+    return True
 
-    def __len__(self) -> int:
-        return len(self._items)
 
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._items
+def read_entry(path: Path, magic: bytes, header: bytes) -> bytes | None:
+    """The payload of an entry made for `header`, or None: missing, made for something else
+    (stale: removed quietly), or corrupt (removed, and said once)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if data.startswith(magic) and not data.startswith(magic + header):
+        discard(path)  # made for another robot, link set or library version: not damage
+        return None
+    start = len(magic) + len(header)
+    digest_end = data.find(b"\n", start)
+    if not data.startswith(magic + header) or digest_end != start + 64:
+        discard(path, "its header is damaged")
+        return None
+    payload = data[digest_end + 1:]
+    if hashlib.sha256(payload).hexdigest().encode() != data[start:digest_end]:
+        discard(path, "its content does not match its hash")
+        return None
+    return payload
+
+
+def discard(path: Path, why: str | None = None) -> None:
+    """Delete a cache entry; with `why`, say once that it was corrupt and will be rebuilt."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
+    if why and str(path) not in _reported:
+        _reported.add(str(path))
+        note(f"solver cache entry {path} was corrupt ({why}); deleted, rebuilding it")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import threading
 import time
 from pathlib import Path
@@ -383,39 +382,28 @@ def _header(layout: Layout) -> bytes:
 
 
 def _load_export(layout: Layout):
-    """The exported program from disk, or None when missing, stale or unreadable (then the
-    file is removed so it gets rebuilt)."""
+    """The exported program from disk, or None when missing, stale or corrupt (then the file
+    is removed so it gets rebuilt; a corrupt one is reported once). The content hash is
+    checked before deserialising, so a bit-flipped payload never reaches JAX."""
     from jax import export
 
+    from ._cache import discard, read_entry
+
     path = export_path(layout)
-    try:
-        data = path.read_bytes()
-    except OSError:
+    payload = read_entry(path, _MAGIC, _header(layout))
+    if payload is None:
         return None
     try:
-        if not data.startswith(_MAGIC):
-            raise ValueError("not a Kinema export")
-        header_end = data.index(b"\n", len(_MAGIC)) + 1
-        if data[len(_MAGIC):header_end] != _header(layout):
-            raise ValueError("made for another robot, link set or JAX version")
-        return export.deserialize(bytearray(data[header_end:]))
-    except Exception:  # noqa: BLE001 - any unreadable file is rebuilt, never fatal
-        try:
-            path.unlink()
-        except OSError:
-            pass
+        return export.deserialize(bytearray(payload))
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is rebuilt, never fatal
+        discard(path, f"{type(exc).__name__} while reading it")
         return None
 
 
 def _save_export(layout: Layout, exported) -> None:
-    path = export_path(layout)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_bytes(_MAGIC + _header(layout) + bytes(exported.serialize()))
-        os.replace(temporary, path)
-    except OSError:
-        pass  # a read-only cache folder only costs the next session a compile
+    from ._cache import write_entry
+
+    write_entry(export_path(layout), _MAGIC, _header(layout), bytes(exported.serialize()))
 
 
 class CompiledSolver:
