@@ -137,7 +137,21 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
         controls[target.node] = control_pose(node, rig)
         links[target.node] = node.link_at_frame(step.robot)
     values = {name: node_by_path(tree, name).frame_values() for name in step.passthrough if hasattr(node_by_path(tree, name), "frame_values")}
-    return FrameInputs(frame, controls, {step.rig: read_joint_values(rig, step.robot)}, links, values)
+    start = read_joint_values(rig, step.robot)
+    values[step.node] = {"posture": _posture(node_by_path(tree, step.node), step.robot, frame, start)}
+    return FrameInputs(frame, controls, {step.rig: start}, links, values)
+
+
+def _posture(solver, robot, frame: float, start) -> tuple[float, ...] | None:
+    """The posture a redundant arm's spare joints settle toward on this frame. A solver that has
+    none yet (a tree wired by hand, a file from before) takes the pose it first solves from."""
+    from .nodes.solver import posture_at, record_posture
+
+    if not hasattr(solver, "postures"):
+        return None
+    if not len(solver.postures):
+        record_posture(solver, robot, start)
+    return posture_at(solver, robot, frame, start)
 
 
 def rig_object(tree, program: Program, step):

@@ -133,8 +133,25 @@ def add_ik_target(context, rig, link: str | None = None, backend: str | None = N
     tree.links.new(robot_node.outputs["Robot"], target.inputs["Robot"])
     tree.links.new(target.outputs["Target"], solver.inputs["Targets"])
     solver.live = True
+    keep_pose_as_posture(rig, target)
     evaluator.mark_dirty(tree)
     return tree, target, solver
+
+
+def keep_pose_as_posture(rig, target, frame: float | None = None) -> None:
+    """The rig's pose now becomes the posture its spare joints settle toward (keyed from `frame`
+    on at a hand-off; else the one in force now), for every solver `target` feeds. So adding,
+    snapping or handing off never moves the arm, and every frame after depends only on its inputs."""
+    from ..nodes.solver import record_posture
+    from .rig import read_joint_values, robot_for_rig
+
+    robot = robot_for_rig(rig)
+    joints = read_joint_values(rig, robot)
+    tree = target.id_data
+    fed = {link.to_node.name for link in target.outputs["Target"].links} if "Target" in target.outputs else set()
+    for solver in solver_nodes(tree):
+        if solver.name in fed or len(solver_nodes(tree)) == 1:
+            record_posture(solver, robot, joints, frame)
 
 
 def snap_to_tool(rig, target) -> None:
@@ -155,6 +172,7 @@ def snap_to_tool(rig, target) -> None:
             bone.matrix = control.matrix_world.inverted_safe() @ rig.matrix_world @ _matrix(pose)
     else:
         control.matrix_world = rig.matrix_world @ _matrix(pose)
+    keep_pose_as_posture(rig, target)
     evaluator.mark_dirty(target.id_data)
 
 

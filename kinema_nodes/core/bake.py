@@ -284,6 +284,8 @@ def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInput
         return f"the {step.backend} backend solves frame by frame"
     if any(stage_function(program.spec.node(name).kind) is not None for name in step.passthrough):
         return "a node after the solver changes each frame's answer"
+    if any((frame_input.values.get(step.node) or {}).get("posture") is not None for frame_input in inputs[:1]):
+        return "spare joints settle toward the posture frame by frame, as in live IK"
     for frame_input in inputs:
         for target in step.targets:
             pose = frame_input.controls.get(target.node)

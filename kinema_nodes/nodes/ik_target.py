@@ -113,7 +113,7 @@ def switch_target_link(context, rig, target, link: str, key: bool | None = None)
     pose first, then the choice is set (and keyed, stepped, when `key` or when the choice is
     already keyed). Returns the link."""
     from .. import evaluator
-    from ..blender.edit import key_target_link, snap_to_tool
+    from ..blender.edit import keep_pose_as_posture, key_target_link, snap_to_tool
     from ..blender.rig import robot_for_rig
 
     robot = robot_for_rig(rig)
@@ -122,6 +122,7 @@ def switch_target_link(context, rig, target, link: str, key: bool | None = None)
         key = is_link_animated(target)
     if key:
         key_target_link(target, robot, link, context.scene.frame_current)
+        keep_pose_as_posture(rig, target, context.scene.frame_current)  # the hand-off settles from here
     else:
         target.link_index = 0
         target.link_name = link

@@ -13,6 +13,17 @@ BACKEND_ITEMS = [
 ]
 
 
+#: The frame of the posture in force before any hand-off (the pose at Add IK Target).
+BEFORE_ANY_KEY = -1.0e9
+
+
+class KinemaPosture(bpy.types.PropertyGroup):
+    """A pose the spare joints settle toward from `frame` on (see core/solve/_posture.py)."""
+
+    frame: bpy.props.FloatProperty(name="Frame", default=BEFORE_ANY_KEY)
+    joints: bpy.props.StringProperty(name="Joints", description="JSON object: joint name -> value (rad or m)")
+
+
 class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     """Solves one or more IK Targets jointly (dual arm, hands and feet) and writes the rig"""
 
@@ -38,10 +49,12 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     solving_to: bpy.props.StringProperty(name="Solving To", get=lambda self: _readout(self, "solving_to", ""))
     backend_note: bpy.props.StringProperty(name="Backend Note", get=lambda self: _readout(self, "backend_note", ""))
     over_budget: bpy.props.BoolProperty(name="Over Budget", description="Live updates paused: the last solve took longer than the budget")
+    postures: bpy.props.CollectionProperty(type=KinemaPosture, name="Postures",
+                                           description="Where the spare joints of a redundant arm settle: the pose at Add IK "
+                                                       "Target, and the pose at each keyed hand-off from its frame on")
 
     def init(self, context):
-        self.inputs.new("KinemaTargetSocket", "Targets", use_multi_input=True)
-        self.outputs.new("KinemaSolutionSocket", "Solution")
+        self.add_sockets()
 
     def draw_buttons(self, context, layout):
         layout.prop(self, "backend", text="")
@@ -70,6 +83,58 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
         )
 
 
+def posture_entry(solver, frame: float):
+    """The posture entry in force at `frame`: the last one keyed at or before it, else the first."""
+    entries = sorted(solver.postures, key=lambda entry: entry.frame)
+    if not entries:
+        return None
+    chosen = entries[0]
+    for entry in entries:
+        if entry.frame <= frame + 1e-6:
+            chosen = entry
+    return chosen
+
+
+def posture_at(solver, robot, frame: float, fallback) -> tuple[float, ...] | None:
+    """The posture in force at `frame` as one value per actuated joint (joints it does not
+    name take `fallback`'s value); None when the solver has none."""
+    import json
+
+    import numpy as np
+
+    entry = posture_entry(solver, frame)
+    if entry is None:
+        return None
+    try:
+        named = json.loads(entry.joints or "{}")
+    except ValueError:
+        return None
+    values = np.array(fallback, dtype=float)
+    for i, name in enumerate(robot.actuated_joint_names):
+        value = named.get(name)
+        if isinstance(value, (int, float)) and np.isfinite(value):
+            values[i] = float(value)
+    return tuple(float(v) for v in np.clip(values, robot.lower, robot.upper))
+
+
+def record_posture(solver, robot, joints, frame: float | None = None) -> None:
+    """Store `joints` as the posture: keyed at `frame` (a hand-off), or, with no frame, as the
+    posture in force now (the scene's frame), the base one when there is none yet."""
+    import json
+
+    import bpy as _bpy
+
+    text = json.dumps({name: float(v) for name, v in zip(robot.actuated_joint_names, joints)})
+    if frame is None:
+        entry = posture_entry(solver, _bpy.context.scene.frame_current)
+    else:
+        entry = next((e for e in solver.postures if abs(e.frame - frame) < 1e-6), None)
+    if entry is None:
+        entry = solver.postures.add()
+        entry.frame = BEFORE_ANY_KEY if frame is None else float(frame)
+    entry.joints = text
+
+
 def _readout(node, key, default):
     from ..evaluator import readout
 
@@ -92,4 +157,4 @@ def draw_readout(solver, layout):
         column.label(text=solver.backend_note, icon="INFO")
 
 
-CLASSES = (KinemaSolverNode,)
+CLASSES = (KinemaPosture, KinemaSolverNode)

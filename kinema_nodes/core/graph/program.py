@@ -139,7 +139,11 @@ class Program:
             position, wxyz = pose_to_target(pose)
             goals.append(IKTarget(link, tuple(position), tuple(wxyz), target.position_weight, target.rotation_weight))
         held = frozenset(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
-        options = _with(step.options, backend=step.backend, held_joints=held)
+        posture = (inputs.values.get(step.node) or {}).get("posture")
+        if posture is not None and (len(posture) != robot.dof or not np.all(np.isfinite(posture))):
+            posture = None
+        options = _with(step.options, backend=step.backend, held_joints=held,
+                        posture=None if posture is None else tuple(float(v) for v in posture))
         result = solve(robot, goals, start, options)
         joints = np.asarray(result.joints, dtype=float)
         summary = summarise(result)
@@ -147,7 +151,10 @@ class Program:
             stage = stage_function(self.spec.node(name).kind)
             if stage is None:
                 continue
-            stage_input = StageInput(robot, goals, options, start, joints, result, self.spec.node(name), inputs.values.get(name, {}), solve)
+            # A stage picks its own member of the family (the swivel angle, a configuration): the
+            # posture must not slide it back.
+            stage_input = StageInput(robot, goals, _with(options, posture=None), start, joints, result, self.spec.node(name),
+                                     inputs.values.get(name, {}), solve)
             joints, note = stage(stage_input)
             joints = np.asarray(joints, dtype=float)
             if note:

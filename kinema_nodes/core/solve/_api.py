@@ -169,6 +169,16 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
         if np.sum((errors2 * target_arrays.weights) ** 2) <= np.sum((errors * target_arrays.weights) ** 2):
             q, errors = q2, errors2
             converged = _converged(errors, target_arrays.weights, options.position_tolerance, options.rotation_tolerance)
+    if converged and options.posture is not None:
+        from ._posture import redundancy, settle_posture
+
+        if redundancy(problem, target_arrays.weights) > 0:
+            q_settled, errors_settled, extra, settled = settle_posture(
+                problem, q, target_arrays, np.asarray(options.posture, dtype=float), options.position_tolerance,
+                options.rotation_tolerance)
+            iterations += extra
+            if settled:
+                q, errors = _finish(robot, problem, start, q_settled, target_arrays, options, errors_settled)
     ms = (time.perf_counter() - t0) * 1000.0
     return SolveResult(
         joints=q,

@@ -46,6 +46,10 @@ class SolveOptions:
     budget_ms: float = DEFAULT_SOLVE_BUDGET_MS
     held_joints: frozenset[str] = field(default_factory=frozenset)
     cold: bool = False
+    #: Spare joints: a converged answer slides along its family (targets held) to the member
+    #: nearest this joint vector (one value per actuated joint), so a frame's pose depends on
+    #: its inputs, not on the frame before (see _posture.py). None: the answer nearest the start.
+    posture: tuple[float, ...] | None = None
 
 
 @dataclass
@@ -159,5 +163,9 @@ def check_options(robot, options: SolveOptions) -> None:
                         ("budget_ms", options.budget_ms)):
         if not (np.isfinite(value) and value > 0):
             raise KinemaError(f"solver option {what} must be a positive number, got {value}")
+    if options.posture is not None:
+        posture = np.asarray(options.posture, dtype=float)
+        if posture.shape != (robot.dof,) or not np.all(np.isfinite(posture)):
+            raise KinemaError(f"solver option posture needs {robot.dof} finite joint values (robot '{robot.name}')")
     if int(options.max_iterations) < 1:
         raise KinemaError(f"solver option max_iterations must be at least 1, got {options.max_iterations}")
