@@ -6,7 +6,9 @@ JAX and PyRoki are imported only when the PyRoki backend first runs.
 
 Siblings use only the names below. Stages that add their own term to the solve (core/stages:
 the elbow swivel) build on `problem_for` / `TargetChain` (the cached fast FK and Jacobian of the
-target chains) and `check_targets` (the one target check); `run_benchmark` is the BENCHMARKS.md
+target chains) and `check_targets` (the one target check), and run the solver's own LM kernel with
+`descend_batch` (one descent per seed, optionally with the swivel equation); `kernel_status`
+says whether that kernel is numba-compiled here; `run_benchmark` is the BENCHMARKS.md
 protocol, shared by `kinema-nodes bench` and bench/bench_ik.py.
 """
 
@@ -14,7 +16,9 @@ from ._api import pyroki_available, solve, solve_trajectory, warm_up
 from ._bench import run_benchmark
 from ._cache import DEFAULT_LRU_SIZE, cache_root
 from ._chain import TargetChain, problem_for
-from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_targets
+from ._kernel import kernel_status
+from ._numpy_backend import descend_batch
+from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_start, check_targets
 
 __all__ = [
     "DEFAULT_LRU_SIZE",
@@ -25,7 +29,10 @@ __all__ = [
     "SolveResult",
     "TargetChain",
     "cache_root",
+    "check_start",
     "check_targets",
+    "descend_batch",
+    "kernel_status",
     "problem_for",
     "pyroki_available",
     "run_benchmark",

@@ -51,9 +51,12 @@ def kernel_chain(problem: ChainProblem, swivel_links: tuple[str, ...] | None = N
     return chain
 
 
-def lm_rows(problem: ChainProblem, seeds: np.ndarray, targets, tol_p, tol_r, max_iterations, *, stop_at_first=False,
-            swivel_links=None, swivel=None, stall_window=STALL_WINDOW, compiled=None):
-    """The kernel from every row of seeds (S, n) toward one set of targets. Returns
+def descend_batch(problem: ChainProblem, seeds: np.ndarray, targets, tol_p, tol_r, max_iterations, *, stop_at_first=False,
+                  swivel_links=None, swivel=None, stall_window=STALL_WINDOW, compiled=None):
+    """The kernel from every row of seeds (S, n) toward one set of targets (`check_targets`),
+    over `problem` (`problem_for`): the LM loop of the solver, Elbow Swivel and Find Solutions.
+    `swivel_links` (shoulder, elbow, wrist) with `swivel` (angle, or one per row) adds the
+    elbow-swivel equation; `stall_window=0` never gives up on a slow descent. Returns
     (q (S,n), errors (S,T,2), swivel residual (S,), iterations (S,), converged (S,)); with
     stop_at_first, rows after the first converged one did not run (iterations -1)."""
     seeds = np.ascontiguousarray(seeds, dtype=float)
@@ -127,7 +130,7 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
             seeds = random_seeds(problem, start, attempt)
             if attempt == 0:
                 seeds[0] = start  # the start leads
-            rows = lm_rows(problem, seeds, targets, tol_p, tol_r, options.max_iterations, stop_at_first=options.cold)
+            rows = descend_batch(problem, seeds, targets, tol_p, tol_r, options.max_iterations, stop_at_first=options.cold)
             q, errors, iterations, converged = pick(rows[0], rows[1], rows[3], rows[4], start, targets.weights, options.cold)
         total += iterations
         cost = float(cost_of(errors, targets.weights))

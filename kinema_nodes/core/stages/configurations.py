@@ -109,13 +109,10 @@ def find_configurations(
     by distance from `current`, the current one marked. Empty when nothing reaches the target.
     Joints outside the chain and held joints (and, with `hold_prismatic`, every slide: rails
     and fingers move by hand) keep their values from `current`."""
-    from ..solve import SolveOptions
-    from ..solve._chain import problem_for
-    from ..solve._types import as_target_list, check_start, check_targets
+    from ..solve import SolveOptions, check_start, check_targets, problem_for
     from .swivel import has_spare_joint, lm_batch, swivel_angle, swivel_links
 
     options = options or SolveOptions(backend="numpy")
-    targets = as_target_list(targets)
     arrays = check_targets(robot, targets)
     current = check_start(robot, current)
     held = _held(robot, options, hold_prismatic)

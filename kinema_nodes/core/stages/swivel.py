@@ -25,14 +25,8 @@ from ..model.kinematics import link_pose
 from ..model.robot import RobotModel
 from ..roles import arm_joints, limb_roles
 
-#: Swivel equations are weighted against tool metres/radians: the tool wins a conflict.
-SWIVEL_WEIGHT = 0.3
 #: A swivel this close to the request (rad) is "reached"; farther is "saturated".
 SWIVEL_TOLERANCE = 1e-4
-#: Step for the numerical derivative of the swivel angle (rad).
-DERIVATIVE_STEP = 1e-6
-MAX_STEP = 0.4
-MAX_DAMPING = 1e8
 
 
 def _free_revolute_joints(robot: RobotModel, link: str, held=frozenset()) -> list[str]:
@@ -58,27 +52,6 @@ def swivel_links(robot: RobotModel, link: str, held=frozenset()) -> tuple[str, s
 
 def _points(robot: RobotModel, links: tuple[str, str, str], q: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(link_pose(robot, q, name)[..., :3, 3] for name in links)
-
-
-def _point_chains(robot: RobotModel, links: tuple[str, str, str], free: np.ndarray) -> list:
-    """Fast FK chains of the shoulder, elbow and wrist links with selectors from chain columns to
-    the free variables (cached on the robot per links and free set)."""
-    from ..solve import TargetChain
-
-    cache = robot.cache("swivel_chains")
-    key = (links, tuple(int(i) for i in free))
-    if key not in cache:
-        position = {int(j): c for c, j in enumerate(free)}
-        entries = []
-        for link in links:
-            chain = TargetChain(robot, link)
-            selector = np.zeros((chain.count, len(free)))
-            for row, source in enumerate(chain.sources):
-                if int(source) in position:
-                    selector[row, position[int(source)]] = 1.0
-            entries.append((chain, selector))
-        cache[key] = entries
-    return cache[key]
 
 
 def reference_directions(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,89 +90,21 @@ def wrap(angle):
 
 
 def lm_batch(problem, q: np.ndarray, targets, tol_p: float, tol_r: float, iterations: int,
-             swivel: tuple | None = None, stall_window: int | None = 12) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Damped least squares from every row of q (B, n) side by side, each row until it converges
-    or stalls (no halving of its cost in `stall_window` iterations; None: never). `swivel` = (robot, links(shoulder, elbow, wrist), target angles (B,)) adds the
-    swivel equation. Returns (q, errors (B, T, 2), swivel residual (B,) or zeros)."""
-    q = np.array(q, dtype=float)
-    free = problem.free
-    lower, upper = problem.lower, problem.upper
-    scale = np.repeat(targets.weights, 3, axis=1).reshape(-1)
-    batch, k = q.shape[0], len(free)
-    q[:, free] = np.clip(q[:, free], lower, upper)
+             swivel: tuple | None = None, stall_window: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Damped least squares from every row of q (B, n), each row until it converges or stalls:
+    the solver's own kernel (`core.solve.descend_batch`, the one LM loop of the product).
+    `swivel` = (robot, links (shoulder, elbow, wrist), target angles (B,)) adds the swivel
+    equation, weighted below the tool so the tool wins a conflict. Returns (q, errors (B, T, 2),
+    swivel residual (B,) or zeros)."""
+    from ..solve import descend_batch
 
-    def evaluate(qs, wanted):
-        errors, residual, jac = problem.residual(qs, targets.rotations, targets.positions)
-        residual = residual * scale
-        jac = jac * scale[:, None]
-        swivel_residual = np.zeros(len(qs))
-        if swivel is not None:
-            robot, links, _ = swivel
-            # Points and their Jacobians (fast chain FK), then the angle at q and at q + h e_i for
-            # every free joint i from the linearised points: a derivative without k more FK passes.
-            points = []
-            for chain, selector in _point_chains(robot, links, free):
-                tip, chain_jac = chain.evaluate(qs)
-                position = tip[:, :3, 3]
-                moved = position[:, None, :] + DERIVATIVE_STEP * np.swapaxes(chain_jac[:, :3, :] @ selector, 1, 2)
-                points.append(np.concatenate([position[:, None, :], moved], axis=1))  # (B, k + 1, 3)
-            shoulder, elbow, wrist = points
-            axis = wrist - shoulder
-            axis /= np.maximum(np.linalg.norm(axis, axis=-1, keepdims=True), 1e-12)
-            offset = elbow - shoulder
-            offset -= np.sum(offset * axis, axis=-1, keepdims=True) * axis
-            ref, partner = reference_directions(axis)
-            angles = np.arctan2(np.sum(offset * partner, -1), np.sum(offset * ref, -1)).reshape(len(qs), k + 1)
-            swivel_residual = wrap(wanted - angles[:, 0])
-            derivative = wrap(angles[:, 1:] - angles[:, :1]) / DERIVATIVE_STEP
-            residual = np.concatenate([residual, SWIVEL_WEIGHT * swivel_residual[:, None]], axis=1)
-            jac = np.concatenate([jac, SWIVEL_WEIGHT * derivative[:, None, :]], axis=1)
-        return errors, residual, jac, swivel_residual
-
-    def finished(errors, swivel_residual):
-        ok = np.all((errors <= np.array([tol_p, tol_r])) | (targets.weights == 0), axis=(-2, -1))
-        if swivel is not None:
-            ok &= np.abs(swivel_residual) <= SWIVEL_TOLERANCE * 0.1
-        return ok
-
-    wanted_all = np.asarray(swivel[2], dtype=float) if swivel is not None else None
-    errors, residual, jac, swivel_residual = evaluate(q, wanted_all)
-    cost = np.sum(residual ** 2, axis=1)
-    damping = np.full(batch, 1e-3)
-    done = finished(errors, swivel_residual)
-    checkpoint = cost.copy()
-    eye = np.eye(k)
-    for iteration in range(1, iterations + 1):
-        active = np.flatnonzero(~done)
-        if not len(active) or not k:
-            break
-        x = q[active][:, free]
-        j, r = jac[active], residual[active]
-        jt = np.swapaxes(j, 1, 2)
-        jtj = jt @ j
-        g = (jt @ r[..., None])[..., 0]
-        step = np.linalg.solve(jtj + damping[active, None, None] * eye, g[..., None])[..., 0]
-        blocked = ((x <= lower) & (step < 0)) | ((x >= upper) & (step > 0))
-        if blocked.any():
-            keep = (~blocked).astype(float)
-            masked = jtj * keep[:, :, None] * keep[:, None, :]
-            step = np.linalg.solve(masked + damping[active, None, None] * eye, (g * keep)[..., None])[..., 0] * keep
-        biggest = np.max(np.abs(step), axis=1)
-        step *= np.minimum(1.0, MAX_STEP / np.maximum(biggest, 1e-300))[:, None]
-        trial = q[active].copy()
-        trial[:, free] = np.clip(x + step, lower, upper)
-        t_errors, t_residual, t_jac, t_swivel = evaluate(trial, None if wanted_all is None else wanted_all[active])
-        t_cost = np.sum(t_residual ** 2, axis=1)
-        better = t_cost < cost[active]
-        rows = active[better]
-        q[rows], errors[rows], residual[rows], jac[rows] = trial[better], t_errors[better], t_residual[better], t_jac[better]
-        cost[rows], swivel_residual[rows] = t_cost[better], t_swivel[better]
-        damping[active] = np.where(better, np.maximum(damping[active] * 0.2, 1e-12), damping[active] * 10.0)
-        done |= finished(errors, swivel_residual) | (damping >= MAX_DAMPING)
-        if stall_window and iteration % stall_window == 0:
-            done |= (cost > 0.5 * checkpoint) & (cost > 1e-14)
-            checkpoint = cost.copy()
-    return q, errors, swivel_residual
+    links = wanted = None
+    if swivel is not None:
+        _, links, wanted = swivel
+    kwargs = {} if stall_window is None else {"stall_window": stall_window}
+    q, errors, residual, _, _ = descend_batch(problem, q, targets, tol_p, tol_r, iterations, swivel_links=links,
+                                              swivel=wanted, **kwargs)
+    return q, errors, residual
 
 
 @dataclass
