@@ -10,8 +10,9 @@ __version__ = "0.1.0"
 #: Modules that define Blender classes, in registration order. Each has a `CLASSES` tuple and
 #: may have `register()`/`unregister()` hooks for menus and handlers.
 BLENDER_MODULES = (
-    "ui.preferences", "tree", "nodes", "blender.build", "ui.operators", "ui.joints_panel", "ui.ik_panel", "ui.ik_sections",
-    "ui.group_operators", "ui.presets_panel", "ui.bake_panel", "blender.handlers",
+    "ui.preferences", "tree", "nodes", "blender.build", "blender.limits", "ui.operators", "ui.joints_panel", "ui.ik_panel",
+    "ui.ik_sections",
+    "ui.group_operators", "ui.presets_panel", "ui.bake_panel", "ui.export_operators", "blender.handlers",
 )
 
 

@@ -169,6 +169,9 @@ class KINEMA_PT_bake(bpy.types.Panel):
         layout.operator(KINEMA_OT_bake.bl_idname, icon="KEYFRAME").tree = tree.name
         if node is not None:
             draw_report(node, layout)
+        from .export_operators import draw_limits
+
+        draw_limits(layout, active_rig(context))
 
 
 CLASSES = (KINEMA_OT_bake, KINEMA_PT_bake)
