@@ -118,6 +118,7 @@ def _expand(tree, prefix: str, stack: tuple, owner_key, nodes: list, edges: list
                 continue
             _flatten_errors.pop(key, None)
             sync_sockets(node)  # the interface may have changed since the node last updated
+            sync_group_uses(inner)
             _expand(inner, f"{prefix}{node.name}{SEPARATOR}", (*stack, inner.as_pointer()), owner_key, nodes, edges)
         elif hasattr(node, "to_spec"):
             spec = node.to_spec()
@@ -140,6 +141,7 @@ def flatten(tree, *, as_group_root: bool = False) -> GraphSpec:
     """
     tree_nodes = tree.nodes[:]
     kinds = {node.bl_idname for node in tree_nodes}
+    sync_group_uses(tree)  # a group chosen in the UI, or a file from before: its keys evaluate too
     if not as_group_root and (kinds & set(_INTERFACE_NODES) or _used_as_group(tree)):
         return GraphSpec(())
     if not as_group_root and GROUP_IDNAME not in kinds and "NodeReroute" not in kinds:
@@ -325,6 +327,7 @@ def group_nodes(tree, nodes, name: str = "Kinema Group"):
                 group.links.new(_socket(copies[link.from_node.name].outputs, link.from_socket.identifier), _socket(group_out.inputs, item.identifier))
             outer_out.append((outputs[key], link.to_node.name, link.to_socket.identifier))
 
+    move_animation(tree, group, {name: copy.name for name, copy in copies.items()}, remove=True)
     for node in nodes:
         tree.nodes.remove(node)
     group_node = tree.nodes.new(GROUP_IDNAME)
@@ -335,6 +338,7 @@ def group_nodes(tree, nodes, name: str = "Kinema Group"):
         tree.links.new(_socket(tree.nodes[from_name].outputs, from_id), _socket(group_node.inputs, identifier))
     for identifier, to_name, to_id in outer_out:
         tree.links.new(_socket(group_node.outputs, identifier), _socket(tree.nodes[to_name].inputs, to_id))
+    sync_group_uses(tree)
     _mark(tree)
     return group_node
 
@@ -364,6 +368,10 @@ def ungroup(tree, group_node) -> list:
         if copy.bl_idname == GROUP_IDNAME:
             sync_sockets(copy)
         copies[node.name] = copy.name
+    others = [n for t in bpy.data.node_groups if t.bl_idname == TREE_IDNAME for n in t.nodes
+              if n.bl_idname == GROUP_IDNAME and n.node_tree == group and n != group_node]
+    # The group keeps its keys for its other users; a group no one else uses gives them back.
+    move_animation(group, tree, copies, remove=not others)
     tree.nodes.remove(group_node)
     for link in group.links:
         if link.from_node.bl_idname == "NodeGroupInput":
@@ -381,6 +389,7 @@ def ungroup(tree, group_node) -> list:
         for from_name, from_id in sources:
             for to_name, to_id in targets:
                 tree.links.new(_socket(tree.nodes[from_name].outputs, from_id), _socket(tree.nodes[to_name].inputs, to_id))
+    sync_group_uses(tree)
     _mark(tree)
     return [tree.nodes[name] for name in copies.values()]
 
@@ -390,8 +399,162 @@ def add_group_node(tree, group):
     node = tree.nodes.new(GROUP_IDNAME)
     node.node_tree = group
     sync_sockets(node)
+    sync_group_uses(tree)
     _mark(tree)
     return node
+
+
+# ---- animation inside groups ---------------------------------------------------------------
+
+def sync_group_uses(tree) -> bool:
+    """Point `tree` at every group tree its Group nodes use (`tree.kinema_groups`).
+
+    Blender's depsgraph evaluates the keys and drivers of a node tree only when something it
+    evaluates points at that tree: the rig points at its tree (`Object.kinema_tree`), and this
+    makes each tree point on at its groups, so keys and drivers on nodes inside a group are
+    evaluated every frame, for every user of the group. Returns True when the list changed."""
+    uses = getattr(tree, "kinema_groups", None)
+    if uses is None:
+        return False
+    wanted = []
+    for node in tree.nodes:
+        inner = node.node_tree if node.bl_idname == GROUP_IDNAME else None
+        if inner is not None and inner != tree and inner not in wanted:
+            wanted.append(inner)
+    if [use.tree for use in uses] == wanted:
+        return False
+    uses.clear()
+    for inner in wanted:
+        uses.add().tree = inner
+    return True
+
+
+def _fcurve_owner(id_data, create: bool):
+    """The collection holding `id_data`'s action F-curves (a Blender 5 channelbag, or 4.5's
+    `Action.fcurves`), made when `create`; None when there is none."""
+    animation = id_data.animation_data
+    if animation is None or animation.action is None:
+        return None
+    action = animation.action
+    if hasattr(action, "fcurves") and not getattr(action, "is_action_layered", False):
+        return action.fcurves
+    from bpy_extras import anim_utils
+
+    if create and hasattr(anim_utils, "action_ensure_channelbag_for_slot"):
+        if animation.action_slot is None:
+            return None
+        return anim_utils.action_ensure_channelbag_for_slot(action, animation.action_slot).fcurves
+    channelbag = anim_utils.action_get_channelbag_for_slot(action, animation.action_slot)
+    return channelbag.fcurves if channelbag else None
+
+
+def _node_of_path(path: str, names) -> tuple[str, str] | None:
+    """('node name', 'rest of the path') for an F-curve path ``nodes["NAME"].rest`` naming one of
+    `names` (the rest keeps its leading ``.`` or ``[``)."""
+    if not path.startswith('nodes["'):
+        return None
+    end = path.find('"]', 7)
+    name = path[7:end]
+    if end < 0 or name not in names:
+        return None
+    return name, path[end + 2:]
+
+
+def _copy_points(source, target) -> None:
+    points = target.keyframe_points
+    while len(points):
+        points.remove(points[0], fast=True)
+    points.add(len(source.keyframe_points))
+    for old, new in zip(source.keyframe_points, points):
+        for attribute in ("co", "handle_left", "handle_right"):
+            setattr(new, attribute, getattr(old, attribute))
+        for attribute in ("interpolation", "easing", "handle_left_type", "handle_right_type", "back", "amplitude", "period"):
+            if hasattr(old, attribute):
+                setattr(new, attribute, getattr(old, attribute))
+    target.extrapolation = source.extrapolation
+    target.mute = source.mute
+    target.update()
+
+
+def _copy_driver(source, target) -> None:
+    old, new = source.driver, target.driver
+    new.type = old.type
+    new.expression = old.expression
+    new.use_self = old.use_self
+    while len(new.variables):
+        new.variables.remove(new.variables[0])
+    for variable in old.variables:
+        copy = new.variables.new()
+        copy.name, copy.type = variable.name, variable.type
+        for source_target, copy_target in zip(variable.targets, copy.targets):
+            if variable.type == "SINGLE_PROP":
+                copy_target.id_type = source_target.id_type
+            for attribute in ("id", "data_path", "bone_target", "transform_type", "transform_space", "rotation_mode"):
+                try:
+                    setattr(copy_target, attribute, getattr(source_target, attribute))
+                except (AttributeError, TypeError):
+                    pass
+    if len(source.keyframe_points):
+        while len(target.modifiers):
+            target.modifiers.remove(target.modifiers[0])
+        _copy_points(source, target)
+
+
+def move_animation(source_tree, target_tree, names: dict[str, str], remove: bool = True) -> int:
+    """Give the nodes `names` (source node name -> its copy's name in `target_tree`) their keys
+    and drivers in `target_tree`, re-pathed to the copies; with `remove`, the source's go.
+    Returns how many F-curves and drivers moved."""
+    moved = 0
+    data = source_tree.animation_data
+    if data is None:
+        return 0
+    keyed = []
+    owner = _fcurve_owner(source_tree, create=False)
+    for fcurve in list(owner) if owner is not None else []:
+        found = _node_of_path(fcurve.data_path, names)
+        if found is not None:
+            keyed.append((fcurve, f'nodes["{names[found[0]]}"]{found[1]}'))
+    for fcurve, path in keyed:
+        first = fcurve.keyframe_points[0].co[0] if len(fcurve.keyframe_points) else 1.0
+        copy = _new_fcurve(target_tree, path, fcurve.array_index, first)
+        if copy is None:
+            continue
+        _copy_points(fcurve, copy)
+        moved += 1
+        if remove:
+            owner.remove(fcurve)
+    for driver in list(data.drivers):
+        found = _node_of_path(driver.data_path, names)
+        if found is None:
+            continue
+        path = f'nodes["{names[found[0]]}"]{found[1]}'
+        try:
+            copy = target_tree.driver_add(path, driver.array_index)
+        except TypeError:
+            copy = target_tree.driver_add(path)
+        _copy_driver(driver, copy)
+        moved += 1
+        if remove:
+            data.drivers.remove(driver)
+    return moved
+
+
+def _new_fcurve(tree, path: str, index: int, frame: float):
+    """An F-curve for `path` in `tree`'s action (made through a key, so Blender sets up the action
+    and its slot the same way on 4.5 and 5.x)."""
+    for attempt in (index, -1):
+        try:
+            tree.keyframe_insert(path, index=attempt, frame=frame)
+            break
+        except (TypeError, RuntimeError):
+            continue
+    else:
+        return None
+    owner = _fcurve_owner(tree, create=True)
+    if owner is None:
+        return None
+    return next((f for f in owner if f.data_path == path and f.array_index == max(index, 0)), None) \
+        or next((f for f in owner if f.data_path == path), None)
 
 
 def _mark(tree) -> None:

@@ -15,6 +15,21 @@ from ..tree import TREE_IDNAME
 GROUP_IDNAME = "KinemaGroupNode"
 
 
+class KinemaGroupUse(bpy.types.PropertyGroup):
+    """A group tree used by a Group node of this tree (see `groups.sync_group_uses`)."""
+
+    tree: bpy.props.PointerProperty(type=bpy.types.NodeTree, name="Group")
+
+
+def register_group_uses() -> None:
+    """`NodeTree.kinema_groups`: the group trees a Kinema tree uses, so their animation evaluates."""
+    bpy.types.NodeTree.kinema_groups = bpy.props.CollectionProperty(type=KinemaGroupUse, name="Groups Used")
+
+
+def unregister_group_uses() -> None:
+    del bpy.types.NodeTree.kinema_groups
+
+
 class KinemaGroupNode(bpy.types.NodeCustomGroup):
     """A node group: another Kinema tree used here; edit it once, every user changes"""
 

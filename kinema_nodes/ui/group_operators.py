@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bpy
-from ..nodes.group import GROUP_IDNAME, KinemaGroupNode
+from ..nodes.group import GROUP_IDNAME, KinemaGroupNode, KinemaGroupUse, register_group_uses, unregister_group_uses
 from ..tree import TREE_IDNAME
 from ..blender.groups import group_nodes, ungroup
 
@@ -97,12 +97,13 @@ def draw_group_menu(self, context):
 # ---- operators and keymap --------------------------------------------------------------------
 
 
-CLASSES = (KinemaGroupNode, KINEMA_OT_group_make, KINEMA_OT_group_edit, KINEMA_OT_group_ungroup)
+CLASSES = (KinemaGroupUse, KinemaGroupNode, KINEMA_OT_group_make, KINEMA_OT_group_edit, KINEMA_OT_group_ungroup)
 
 _keymap_items: list = []
 
 
 def register():
+    register_group_uses()
     keyconfig = bpy.context.window_manager.keyconfigs.addon if bpy.context.window_manager else None
     if keyconfig is not None:
         keymap = keyconfig.keymaps.new(name="Node Editor", space_type="NODE_EDITOR")
@@ -121,3 +122,4 @@ def unregister():
     for keymap, item in _keymap_items:
         keymap.keymap_items.remove(item)
     _keymap_items.clear()
+    unregister_group_uses()

@@ -747,18 +747,8 @@ def _mesh_refs(path: Path, yurdf, search: PackageSearchPath) -> list[MeshRef]:
     return refs
 
 
-#: What `load_robot` uses when a caller passes no package path or xacro arguments: the command
-#: line's ``--package-path`` and ``--xacro-arg`` for the whole run (set by `cli.main`).
-LOAD_DEFAULTS: dict = {"package_path": (), "xacro_args": {}}
-
-
-def set_load_defaults(package_path=(), xacro_args: dict[str, str] | None = None) -> None:
-    LOAD_DEFAULTS["package_path"] = tuple(package_path or ())
-    LOAD_DEFAULTS["xacro_args"] = dict(xacro_args or {})
-
-
 def load_robot(
-    name_or_path: str | Path, check_meshes: bool = True, *, package_path=None, xacro_args: dict[str, str] | None = None
+    name_or_path: str | Path, check_meshes: bool = True, *, package_path=(), xacro_args: dict[str, str] | None = None
 ) -> RobotModel:
     """Read and check a robot: a URDF, a xacro file (expanded first, with `xacro_args`), an MJCF
     model (through MuJoCo's compiler), or a robot's name (see `find_urdf`).
@@ -770,8 +760,6 @@ def load_robot(
     Raises `RobotFileError` with one line naming the file and the problem.
     """
     path = find_urdf(name_or_path)
-    package_path = LOAD_DEFAULTS["package_path"] if package_path is None else package_path
-    xacro_args = LOAD_DEFAULTS["xacro_args"] if xacro_args is None else xacro_args
     search = PackageSearchPath(declared=[Path(p) for p in package_path], robot_file=path)
     kind = robot_file_kind(path)
     if kind == "xacro":

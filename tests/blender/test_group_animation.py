@@ -1,0 +1,213 @@
+"""Animation inside node groups (#20 item 1) and a group used twice (#20 item 2), in real
+Blender, on robots the group tests had not used: UR10 and Unitree Z1 (example-robot-data) and
+the Sawyer arm robosuite ships (seven axes, for the swivel).
+
+Each setup keys the control along reachable FK poses and adds one kind of animation on a node:
+a keyed Target Bone hand-off (tool point -> wrist at frame 10), a keyed Elbow Swivel sweep, or
+a Link Switch whose Value is driven (a driver on `frame`). The joint values of every frame must
+be the same (1e-7 rad; the rig stores float32 and every pass starts from the same pose) played
+plain, after Make Group, after Ungroup, and grouped after save and reload.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kinema_nodes.core.model.kinematics import link_pose
+
+FRAMES = range(1, 21)
+HAND_OFF = 10
+
+
+def sawyer_path() -> str:
+    spec = importlib.util.find_spec("robosuite")
+    assert spec is not None, "robosuite is a test dependency"
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return str(folder / "models" / "assets" / "bullet_data" / "sawyer_description" / "urdf" / "sawyer_arm.urdf")
+
+
+ROBOTS = {"ur10": "ur10", "z1": "z1", "sawyer": None}
+
+
+def _import(bpy, name):
+    from kinema_nodes.blender.build import import_urdf
+
+    rig = import_urdf(bpy.context, ROBOTS[name] or sawyer_path())
+    bpy.context.view_layer.objects.active = rig
+    return rig
+
+
+def _robot(rig):
+    from kinema_nodes.blender.rig import robot_for_rig
+
+    return robot_for_rig(rig)
+
+
+def _joints(rig):
+    from kinema_nodes.blender.rig import read_joint_values
+
+    return read_joint_values(rig, _robot(rig))
+
+
+def _matrix(array):
+    from mathutils import Matrix
+
+    return Matrix(np.asarray(array, dtype=float).tolist())
+
+
+def _path(robot, start, frame):
+    """A smooth reachable path of configurations (arm joints only; held joints stay)."""
+    q = start.copy()
+    free = ~np.isin(robot.actuated_joint_names, list(robot.held_joints()))
+    q[free] += 0.25 * np.sin(0.15 * frame + np.arange(robot.dof))[free] * 0.5
+    return np.clip(q, robot.lower, robot.upper)
+
+
+def _start(robot):
+    rng = np.random.default_rng(11)
+    q = np.clip(robot.mid_configuration() + rng.uniform(-0.4, 0.4, robot.dof), robot.lower, robot.upper)
+    held = np.isin(robot.actuated_joint_names, list(robot.held_joints()))
+    q[held] = robot.zero_configuration()[held]
+    return q
+
+
+def _build(bpy, name, kind):
+    """A rig and a tree animated by `kind` ("hand-off", "swivel", "driven switch")."""
+    from kinema_nodes.blender.edit import add_ik_target, key_target_link
+    from kinema_nodes.blender.rig import write_joint_values
+    from kinema_nodes.core.roles import infer_roles
+
+    rig = _import(bpy, name)
+    robot = _robot(rig)
+    start = _start(robot)
+    write_joint_values(rig, robot, start)
+    bpy.context.scene.frame_set(1)
+    tree, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
+    solver.use_own_budget, solver.budget_ms = True, 10_000.0
+    tool, wrist = robot.tool_point, infer_roles(robot).links["wrist"]
+    handing_off = kind in ("hand-off", "driven switch")
+    bone = rig.pose.bones[target.control_bone]
+    for frame in FRAMES:
+        link = wrist if handing_off and frame >= HAND_OFF else tool
+        bone.matrix = _matrix(link_pose(robot, _path(robot, start, frame), link))
+        bpy.context.view_layer.update()
+        bone.keyframe_insert("location", frame=frame)
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    if kind == "hand-off":
+        key_target_link(target, robot, tool, 1)
+        key_target_link(target, robot, wrist, HAND_OFF)
+    elif kind == "driven switch":
+        switch = tree.nodes.new("KinemaLinkSwitchNode")
+        switch.mode = "VALUE"
+        switch.add_range(0.0, tool)
+        switch.add_range(1.0, wrist)
+        tree.links.new(switch.outputs["Link"], target.inputs["Link"])
+        driver = switch.driver_add("value").driver
+        driver.type = "SCRIPTED"
+        driver.expression = f"min(max(frame - {HAND_OFF - 1}, 0), 1)"
+    elif kind == "swivel":
+        from kinema_nodes.core.stages.swivel import swivel_angle
+
+        swivel = tree.nodes.new("KinemaSwivelNode")
+        tree.links.new(solver.outputs["Solution"], swivel.inputs["Solution"])
+        angle = float(swivel_angle(robot, tool, start, robot.held_joints()))
+        for frame, value in ((1, angle), (20, angle + 0.3)):
+            swivel.swivel_angle = value
+            swivel.keyframe_insert("swivel_angle", frame=frame)
+    return rig, tree, start
+
+
+def _play(bpy, rig, start):
+    """Joint values of every frame, played forward from the same pose."""
+    from kinema_nodes.blender.rig import write_joint_values
+
+    write_joint_values(rig, _robot(rig), start)
+    bpy.context.scene.frame_set(1)
+    frames = []
+    for frame in FRAMES:
+        bpy.context.scene.frame_set(frame)
+        frames.append(_joints(rig))
+    return np.array(frames)
+
+
+def _not_robot(tree):
+    return [n for n in tree.nodes if n.bl_idname != "KinemaRobotNode"]
+
+
+CASES = [("hand-off", "ur10"), ("hand-off", "z1"), ("driven switch", "ur10"), ("driven switch", "sawyer"),
+         ("swivel", "sawyer")]
+
+
+@pytest.mark.parametrize("kind, name", CASES)
+def test_animation_survives_make_group_ungroup_and_reload(blender, tmp_path, kind, name):
+    from kinema_nodes.blender.groups import group_nodes, ungroup
+
+    bpy = blender
+    rig, tree, start = _build(bpy, name, kind)
+    rig_name, tree_name = rig.name, tree.name
+    plain = _play(bpy, rig, start)
+    moved = np.abs(plain[-1] - plain[0]).max()
+    assert moved > 0.05, moved  # the animation does something
+
+    group = group_nodes(tree, _not_robot(tree), name="Animated")
+    inner = group.node_tree
+    assert tree.animation_data is None or not any(d.data_path.startswith("nodes[") for d in tree.animation_data.drivers)
+    grouped = _play(bpy, rig, start)
+    np.testing.assert_allclose(grouped, plain, atol=1e-7, rtol=0)
+
+    ungroup(tree, group)
+    ungrouped = _play(bpy, rig, start)
+    np.testing.assert_allclose(ungrouped, plain, atol=1e-7, rtol=0)
+
+    group_nodes(tree, _not_robot(tree), name="Animated again")
+    path = str(tmp_path / "animated.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    rig = bpy.data.objects[rig_name]
+    assert any(n.bl_idname == "KinemaGroupNode" for n in bpy.data.node_groups[tree_name].nodes)
+    reloaded = _play(bpy, rig, start)
+    np.testing.assert_allclose(reloaded, plain, atol=1e-7, rtol=0)
+    assert inner is not None
+
+
+def test_keys_put_on_a_node_inside_a_group_evaluate_for_every_user(blender):
+    """A Link Switch inside a group, keyed there (never outside), used by two UR10 rigs' trees:
+    both hand over from the tool point to the wrist at the keyed frame."""
+    from kinema_nodes.blender.edit import add_ik_target
+    from kinema_nodes.blender.groups import add_group_node, group_nodes
+    from kinema_nodes.core.roles import infer_roles
+
+    bpy = blender
+    rigs, solvers, targets = [], [], []
+    for _ in range(2):
+        rig = _import(bpy, "ur10")
+        _, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
+        solver.use_own_budget, solver.budget_ms = True, 10_000.0
+        rigs.append(rig)
+        solvers.append(solver)
+        targets.append(target)
+    robot = _robot(rigs[0])
+    wrist = infer_roles(robot).links["wrist"]
+    first_tree = rigs[0].kinema_tree
+    switch = first_tree.nodes.new("KinemaLinkSwitchNode")
+    switch.mode = "VALUE"
+    switch.add_range(0.0, robot.tool_point)
+    switch.add_range(1.0, wrist)
+    first_tree.links.new(switch.outputs["Link"], targets[0].inputs["Link"])
+    group = group_nodes(first_tree, [switch], name="Chooser")
+    inner = next(n for n in group.node_tree.nodes if n.bl_idname == "KinemaLinkSwitchNode")
+    for frame, value in ((1, 0.0), (10, 1.0)):
+        inner.value = value
+        inner.keyframe_insert("value", frame=frame)
+    second_tree = rigs[1].kinema_tree
+    user = add_group_node(second_tree, group.node_tree)
+    second_tree.links.new(user.outputs["Link"], targets[1].inputs["Link"])
+    for frame, expected in ((1, robot.tool_point), (9, robot.tool_point), (10, wrist), (14, wrist)):
+        bpy.context.scene.frame_set(frame)
+        assert (inner.value < 1.0) == (frame < 10), inner.value  # the keyed value, evaluated inside the group
+        for solver in solvers:
+            assert solver.solving_to == expected, (frame, solver.solving_to)
