@@ -47,7 +47,7 @@ _notes = None
 
 
 #: Commands that start Blender's module.
-BLENDER_COMMANDS = ("import", "configs", "bake", "demo")
+BLENDER_COMMANDS = ("import", "configs", "bake", "demo", "export")
 
 
 def emit(args, payload: dict, text: str) -> None:

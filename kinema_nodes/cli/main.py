@@ -27,6 +27,7 @@ COMMAND_MODULES: dict[str, str] = {
     "configs": "configs",
     "bake": "bake",
     "demo": "demo",
+    "export": "export",
 }
 
 

@@ -173,3 +173,111 @@ def _runs(frames: list[int]) -> list[tuple[int, int]]:
         else:
             runs.append([frame, frame])
     return [(a, b) for a, b in runs]
+
+
+# ---- limits: velocity and acceleration against their limits (`bake --limits-report`) -------------
+
+def draw_limits_report(path: str | Path, report, joints, retimed=None, title: str = "", prismatic=()) -> Path:
+    """Per joint, velocity (left) and acceleration (right) over time in seconds against their
+    limits after the margin (red lines), frames over a limit shaded; with `retimed` (a
+    `core.retime.RetimeResult`) its traces too, in green, on the same time axis, so both timings
+    show. PIL only. Joints the shot does not move are left out."""
+    try:
+        from PIL import Image, ImageDraw, ImageFont
+    except ImportError:
+        raise KinemaError("the report picture needs Pillow: pip install pillow") from None
+    from ..core.files import write_with
+    from ..core.stages.limits import derivatives
+
+    limits = report.limits
+    q = np.asarray(joints, dtype=float)
+    moving = np.flatnonzero(np.ptp(q, axis=0) > 1e-9) if len(q) > 1 else np.arange(q.shape[1])
+    rows = list(moving) or [0]
+    fps = report.fps
+    times = (report.frames - report.frames[0]) / fps
+    d = report.derivatives
+    after = derivatives(retimed.joints, retimed.fps) if retimed is not None else None
+    after_times = np.arange(retimed.frame_count) / retimed.fps if retimed is not None else None
+    span = max(float(times[-1]) if len(times) else 0.0, retimed.duration_s if retimed is not None else 0.0, 1e-6)
+
+    width, strip, left, gap, right, top, bottom = 1200, 92, 170, 40, 20, 78, 64
+    panel = (width - left - gap - right) // 2
+    height = top + strip * len(rows) + bottom
+    image = Image.new("RGB", (width, height), (255, 255, 255))
+    draw = ImageDraw.Draw(image, "RGBA")
+    try:
+        font, small = ImageFont.load_default(size=15), ImageFont.load_default(size=12)
+    except TypeError:  # Pillow < 10.1
+        font = small = ImageFont.load_default()
+    draw.text((left, 8), title or "velocity and acceleration against their limits", fill=(20, 20, 20), font=font)
+    counts = ", ".join(f"{kind} {len(report.violations[kind])} joints" for kind in ("velocity", "acceleration", "jerk"))
+    timing = f"baked {times[-1]:.2f} s at {fps:g} fps"
+    if retimed is not None:
+        timing += f"; retimed (green) {retimed.duration_s:.2f} s, shortest executable {retimed.optimal_duration_s:.2f} s"
+    draw.text((left, 30), f"{timing}.  Over a limit: {counts}.  Margin {limits.margin_percent:g} %.", fill=(60, 60, 60),
+              font=small)
+    draw.text((left, 52), "velocity", fill=(40, 40, 40), font=font)
+    draw.text((left + panel + gap, 52), "acceleration", fill=(40, 40, 40), font=font)
+    flagged = {kind: {v.joint: set(v.frames) for v in report.violations[kind]} for kind in ("velocity", "acceleration")}
+    frame_index = {int(round(f)): i for i, f in enumerate(report.frames)}
+
+    for row, j in enumerate(rows):
+        name = limits.joint_names[j]
+        prismatic_unit = "m" if name in prismatic else "rad"
+        y0, y1 = top + row * strip + 6, top + (row + 1) * strip - 6
+        draw.text((8, y0 + 4), name, fill=(20, 20, 20), font=font)
+        for column, kind in enumerate(("velocity", "acceleration")):
+            x0 = left + column * (panel + gap)
+            x1 = x0 + panel
+            values = getattr(d, kind)[:, j]
+            limit = float(limits.effective(kind)[j])
+            traces = [values] + ([getattr(after, kind)[:, j]] if after is not None else [])
+            high = max(float(np.abs(t).max(initial=0.0)) for t in traces)
+            if np.isfinite(limit):
+                high = max(high, limit)
+            high = max(high * 1.15, 1e-9)
+
+            def x_of(t, x0=x0):
+                return x0 + panel * float(t) / span
+
+            def y_of(v, y0=y0, y1=y1, high=high):
+                return (y0 + y1) / 2 - (y1 - y0) / 2 * float(v) / high
+
+            draw.rectangle([x0, y0, x1, y1], fill=(246, 246, 248), outline=(200, 200, 205))
+            draw.line([x0, y_of(0), x1, y_of(0)], fill=(205, 205, 210))
+            for frame in sorted(flagged[kind].get(name, ())):
+                i = frame_index.get(frame)
+                if i is not None:
+                    x = x_of(times[i])
+                    draw.rectangle([x - 1.5, y0, x + 1.5, y1], fill=(220, 40, 40, 60))
+            if np.isfinite(limit):
+                for sign in (1, -1):
+                    draw.line([x0, y_of(sign * limit), x1, y_of(sign * limit)], fill=(200, 60, 60), width=2)
+                draw.text((x1 - 110, y_of(limit) - 14), f"limit {limit:.3g} {prismatic_unit}/s{'²' if column else ''}",
+                          fill=(170, 50, 50), font=small)
+            else:
+                draw.text((x1 - 80, y0 + 2), "no limit set", fill=(120, 120, 130), font=small)
+            step = max(1, len(values) // panel)
+            points = [(x_of(t), y_of(v)) for t, v in zip(times[::step], values[::step])]
+            if len(points) > 1:
+                draw.line(points, fill=(30, 90, 200), width=2)
+            if after is not None:
+                later = getattr(after, kind)[:, j]
+                step = max(1, len(later) // panel)
+                points = [(x_of(t), y_of(v)) for t, v in zip(after_times[::step], later[::step])]
+                if len(points) > 1:
+                    draw.line(points, fill=(30, 160, 70), width=2)
+        worst = report.worst["velocity"][j], report.worst["acceleration"][j]
+        draw.text((8, y0 + 26), f"worst {worst[0]:.3g} {prismatic_unit}/s", fill=(90, 90, 90), font=small)
+        draw.text((8, y0 + 42), f"worst {worst[1]:.3g} {prismatic_unit}/s²", fill=(90, 90, 90), font=small)
+    axis_y = top + strip * len(rows)
+    for column in range(2):
+        x0 = left + column * (panel + gap)
+        for tick in np.linspace(0.0, span, 6):
+            x = x0 + panel * tick / span
+            draw.line([x, axis_y - 4, x, axis_y + 2], fill=(80, 80, 80))
+            draw.text((x - 10, axis_y + 6), f"{tick:.1f}", fill=(60, 60, 60), font=small)
+    legend = ("seconds.  Blue: the baked shot.  Green: retimed.  Red lines: limit after the margin.  "
+              "Red bands: frames over it.")
+    draw.text((left, axis_y + 24), legend, fill=(60, 60, 60), font=small)
+    return write_with(Path(path), lambda temporary: image.save(temporary, format="PNG"), "--limits-report")
