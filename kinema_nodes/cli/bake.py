@@ -182,6 +182,9 @@ def add_arguments_bake(parser):
     parser.add_argument("--preset", metavar="NAME",
                         help="build the rig's graph from a preset (name, file name or .json path) instead of "
                              "Robot -> IK Target -> Solver; --targets keys its first IK Target")
+    from .export import add_limit_arguments  # --check-limits, --margin, --max-acc, --max-jerk, --retime
+
+    add_limit_arguments(parser, for_bake=True)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -218,12 +221,20 @@ def run_bake(args) -> int:
         raise KinemaError(f"--speed-limit must be a positive percentage, got {args.speed_limit}")
     if args.report:
         need_pillow()
+    from .export import bake_limits, check_bake_arguments
+
+    limit_overrides = check_bake_arguments(args)
     track = read_targets_csv(args.targets)
     start = parse_joint_values(args.start)
     check_csv_links(args.targets, args.urdf, track)
     outcome = bake_track(args.urdf, args.link, track, args.out, solver=args.solver, start=start, fps=args.fps,
                          speed_limit=args.speed_limit, progress=TerminalProgress("baking"), preset=args.preset)
     payload, text = finish_outputs(outcome, args.joints_out, args.report, started)
+    limit_payload, limit_lines, over_limits = bake_limits(args, outcome, limit_overrides)
+    payload.update(limit_payload)
+    if over_limits and payload.get("status") == "ok":
+        payload["status"] = "flagged"
+    text = "\n".join([text, *limit_lines])
     emit(args, payload, text)
     return exit_code(payload)
 
