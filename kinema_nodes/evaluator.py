@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core.graph.registry import kind_of
 from .core.graph.spec import GraphSpec
 from .core.graph.program import FrameInputs, Program, StepResult, compile_program
 from .blender.groups import node_by_path
@@ -42,6 +43,22 @@ def forget_all() -> None:
     _readouts.clear()
 
 
+def reset_caches() -> None:
+    """Drop every per-process cache a live session builds, so what runs next sees none of what
+    ran before (tests call this before each test): compiled trees and readouts, the rigs'
+    robots, group errors, Find Solutions' found sets and the Configuration-Select node's cache.
+    Compiled solvers stay: they hold nothing about any file, only compile time."""
+    from .blender import edit, groups, rig
+    from .core.stages.configurations import clear_cache
+
+    forget_all()
+    _compiled_links.clear()
+    groups.reset_caches()
+    rig.reset_caches()
+    edit.reset_caches()
+    clear_cache()
+
+
 def kinema_trees(data=None):
     import bpy
 
@@ -67,7 +84,7 @@ def _robots_of(tree) -> dict:
 
     robots = {}
     for node in all_nodes(tree):
-        rig = getattr(node, "rig", None) if node.bl_idname == "KinemaRobotNode" else None
+        rig = getattr(node, "rig", None) if kind_of(node) == "robot" else None
         if rig is not None and is_rig(rig) and rig.name not in robots:
             try:
                 robots[rig.name] = robot_for_rig(rig)

@@ -3,6 +3,8 @@
 import bpy
 from bl_ui import node_add_menu
 
+from .core.graph.registry import BY_IDNAME, CATEGORIES as MENU_CATEGORIES, SOCKET_TYPES, in_category
+
 TREE_IDNAME = "KinemaNodeTree"
 
 
@@ -32,36 +34,18 @@ class _Socket:
         return cls.color
 
 
-class KinemaRobotSocket(_Socket, bpy.types.NodeSocket):
-    """A robot: the rig and its kinematics"""
-
-    bl_idname = "KinemaRobotSocket"
-    bl_label = "Robot"
-    color = (0.95, 0.55, 0.15, 1.0)
+def _socket(socket_type: str, doc: str, color: tuple) -> type:
+    """The Blender socket class of one socket type of the node registry."""
+    idname = SOCKET_TYPES[socket_type]
+    return type(idname, (_Socket, bpy.types.NodeSocket), {"__doc__": doc, "bl_idname": idname, "bl_label": socket_type, "color": color})
 
 
-class KinemaTargetSocket(_Socket, bpy.types.NodeSocket):
-    """An IK goal: a control and the link aimed at it"""
-
-    bl_idname = "KinemaTargetSocket"
-    bl_label = "Target"
-    color = (0.25, 0.75, 0.95, 1.0)
-
-
-class KinemaSolutionSocket(_Socket, bpy.types.NodeSocket):
-    """Joint values that reach the targets"""
-
-    bl_idname = "KinemaSolutionSocket"
-    bl_label = "Solution"
-    color = (0.45, 0.85, 0.35, 1.0)
-
-
-class KinemaLinkSocket(_Socket, bpy.types.NodeSocket):
-    """The name of a link (bone) to aim at; connect a Link Switch to choose it procedurally"""
-
-    bl_idname = "KinemaLinkSocket"
-    bl_label = "Link"
-    color = (0.85, 0.4, 0.85, 1.0)
+SOCKETS = (
+    _socket("Robot", "A robot: the rig and its kinematics", (0.95, 0.55, 0.15, 1.0)),
+    _socket("Target", "An IK goal: a control and the link aimed at it", (0.25, 0.75, 0.95, 1.0)),
+    _socket("Solution", "Joint values that reach the targets", (0.45, 0.85, 0.35, 1.0)),
+    _socket("Link", "The name of a link (bone) to aim at; connect a Link Switch to choose it procedurally", (0.85, 0.4, 0.85, 1.0)),
+)
 
 
 class KinemaTreeNode:
@@ -80,6 +64,14 @@ class KinemaTreeNode:
         if self.kinema_note:
             layout.label(text=self.kinema_note, icon="INFO")
 
+    def add_sockets(self) -> None:
+        """The node's sockets, as the node registry lists them for its kind."""
+        entry = BY_IDNAME[self.bl_idname]
+        for name, socket_type in entry.inputs:
+            self.inputs.new(SOCKET_TYPES[socket_type], name, use_multi_input=name in entry.multi_input)
+        for name, socket_type in entry.outputs:
+            self.outputs.new(SOCKET_TYPES[socket_type], name)
+
     def mark_dirty(self, context=None):
         from .evaluator import mark_dirty
 
@@ -93,12 +85,8 @@ def property_changed(self, context):
     mark_dirty(self.id_data)
 
 
-CATEGORIES = (
-    ("KINEMA_MT_add_input", "Input", ("KinemaRobotNode", "KinemaIKTargetNode", "KinemaLinkSwitchNode")),
-    ("KINEMA_MT_add_solve", "Solve", ("KinemaSolverNode", "KinemaSwivelNode", "KinemaConfigurationNode")),
-    ("KINEMA_MT_add_output", "Output", ("KinemaBakeNode",)),
-    ("KINEMA_MT_add_group", "Group", ("KinemaGroupNode",)),
-)
+#: The Add menu: (menu bl_idname, label, node types), read from the node registry.
+CATEGORIES = tuple((idname, label, in_category(label)) for idname, label in MENU_CATEGORIES)
 
 
 def _category_menu(idname, label, node_types):
@@ -120,7 +108,7 @@ def draw_add_menu(self, context):
         self.layout.menu(idname)
 
 
-CLASSES = (KinemaNodeTree, KinemaRobotSocket, KinemaTargetSocket, KinemaSolutionSocket, KinemaLinkSocket, *MENUS)
+CLASSES = (KinemaNodeTree, *SOCKETS, *MENUS)
 
 
 def _is_kinema_tree(self, tree):

@@ -55,6 +55,21 @@ def blender(blender_session):
     return blender_session
 
 
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    """Every test starts with none of the per-process caches the tests before it filled: the
+    evaluator's compiled trees and readouts, the rigs' robots, group errors, found solutions
+    (evaluator.reset_caches, once Blender's side is loaded) and found configurations (core)."""
+    import sys
+
+    from kinema_nodes.core.stages.configurations import clear_cache
+
+    clear_cache()
+    evaluator = sys.modules.get("kinema_nodes.evaluator")
+    if evaluator is not None:
+        evaluator.reset_caches()
+
+
 #: The folder a test lives in is its marker: core (no Blender), blender (real Blender through
 #: the bpy module), cli (the `kinema-nodes` command line). `jax` marks tests that run PyRoki;
 #: `slow` is set by hand on tests the default run leaves out.

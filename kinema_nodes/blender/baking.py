@@ -27,6 +27,7 @@ import numpy as np
 from .. import evaluator
 from ..core.bake import BATCH_CHUNK, BakeReport, BakeSolution, batch_reason, check_bake, solve_frames, solve_frames_batched
 from ..core.errors import KinemaError
+from ..core.graph.registry import kind_of
 
 MARKER_PREFIX = "Kinema: "
 #: Frames solved between two yields of `BakeJob.steps()` (progress and Esc granularity).
@@ -48,7 +49,7 @@ class RigBake:
 
 
 def bake_node_of(tree):
-    return next((n for n in tree.nodes if n.bl_idname == "KinemaBakeNode" and not n.mute), None)
+    return next((n for n in tree.nodes if kind_of(n) == "bake" and not n.mute), None)
 
 
 def scene_fps(scene) -> float:
@@ -90,7 +91,7 @@ class BakeJob:
     # ---- state kept aside while gathering ---------------------------------------------------
 
     def _pause_live(self) -> None:
-        solvers = [n for n in self.tree.nodes if n.bl_idname == "KinemaSolverNode"]
+        solvers = [n for n in self.tree.nodes if kind_of(n) == "solver"]
         self._restore = {"frame": self.scene.frame_current, "subframe": self.scene.frame_subframe,
                          "live": {n.name: n.live for n in solvers}}
         for node in solvers:
@@ -100,7 +101,7 @@ class BakeJob:
         # step through frames; their per-frame snapshot costs more than the frame itself, so
         # hold them off (the evaluator's own re-entry guard) until the frame is put back.
         others_live = any(n.live for t in evaluator.kinema_trees() if t != self.tree
-                          for n in t.nodes if n.bl_idname == "KinemaSolverNode")
+                          for n in t.nodes if kind_of(n) == "solver")
         self._restore["handlers_held"] = not others_live and evaluator.hold_runs()
 
     def _resume(self) -> None:

@@ -11,6 +11,7 @@ import bpy
 import numpy as np
 
 from .. import evaluator
+from ..core.graph.registry import bl_idname, kind_of
 from . import baking
 
 IK_COLLECTION = "IK"
@@ -29,14 +30,14 @@ def rig_tree(rig):
 
 
 def solver_nodes(tree):
-    return [n for n in tree.nodes if n.bl_idname == "KinemaSolverNode"] if tree else []
+    return [n for n in tree.nodes if kind_of(n) == "solver"] if tree else []
 
 
 def target_nodes(tree, rig=None):
     """IK Target nodes of a tree, inside node groups too."""
     from .groups import all_nodes
 
-    nodes = [n for n in all_nodes(tree) if n.bl_idname == "KinemaIKTargetNode"] if tree else []
+    nodes = [n for n in all_nodes(tree) if kind_of(n) == "ik_target"] if tree else []
     if rig is not None:
         nodes = [n for n in nodes if n.robot_rig() == rig]
     return nodes
@@ -102,14 +103,14 @@ def ensure_tree(rig):
         tree = bpy.data.node_groups.new(f"Kinema {rig.name}", "KinemaNodeTree")
         tree.use_fake_user = True
         rig.kinema_tree = tree
-    robot_node = next((n for n in tree.nodes if n.bl_idname == "KinemaRobotNode" and n.rig == rig), None)
+    robot_node = next((n for n in tree.nodes if kind_of(n) == "robot" and n.rig == rig), None)
     if robot_node is None:
-        robot_node = tree.nodes.new("KinemaRobotNode")
+        robot_node = tree.nodes.new(bl_idname("robot"))
         robot_node.rig = rig
         robot_node.location = (-400, 0)
     solver = next(iter(solver_nodes(tree)), None)
     if solver is None:
-        solver = tree.nodes.new("KinemaSolverNode")
+        solver = tree.nodes.new(bl_idname("solver"))
         solver.location = (200, 0)
         solver.live = True
     return tree, robot_node, solver
@@ -125,7 +126,7 @@ def add_ik_target(context, rig, link: str | None = None, backend: str | None = N
     if backend:
         solver.backend = backend
     bone = add_control_bone(context, rig, robot, link)
-    target = tree.nodes.new("KinemaIKTargetNode")
+    target = tree.nodes.new(bl_idname("ik_target"))
     target.location = (-100, -200 * len(target_nodes(tree)))
     target.control_object = rig
     target.control_bone = bone
@@ -208,6 +209,10 @@ def key_target_link(target, robot, link: str, frame: float) -> None:
 #: Find Solutions' found set per rig (the panel's ◀ ▶ steps through it).
 found_solutions: dict[str, dict] = {}
 
+
+def reset_caches() -> None:
+    found_solutions.clear()
+
 RING_SHAPE = "Kinema Swivel Ring"
 
 
@@ -282,7 +287,7 @@ def _ring_shape():
 
 
 def swivel_nodes(tree):
-    return [n for n in tree.nodes if n.bl_idname == "KinemaSwivelNode"] if tree else []
+    return [n for n in tree.nodes if kind_of(n) == "swivel"] if tree else []
 
 
 def add_elbow_swivel(context, rig, target=None):
@@ -340,7 +345,7 @@ def add_elbow_swivel(context, rig, target=None):
     aim.target, aim.subtarget, aim.track_axis = rig, wrist_link, "TRACK_Y"
     node = next(iter(swivel_nodes(tree)), None)
     if node is None:
-        node = tree.nodes.new("KinemaSwivelNode")
+        node = tree.nodes.new(bl_idname("swivel"))
         node.location = (solver.location.x + 250, solver.location.y)
         followers = [(link.to_node, link.to_socket) for link in solver.outputs["Solution"].links]
         for to_node, to_socket in followers:
@@ -357,7 +362,7 @@ def ensure_bake_node(tree, scene=None):
     """The tree's Bake node, added after its first solver (range: the scene's) if missing."""
     node = baking.bake_node_of(tree)
     if node is None:
-        node = tree.nodes.new("KinemaBakeNode")
+        node = tree.nodes.new(bl_idname("bake"))
         solver = next(iter(solver_nodes(tree)), None)
         if solver is not None:
             node.location = (solver.location.x + 250, solver.location.y)

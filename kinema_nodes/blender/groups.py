@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bpy
 
+from ..core.graph.registry import SOCKET_TYPES
 from ..core.graph.spec import GraphSpec, LinkSpec, NodeSpec
 from ..nodes.group import GROUP_IDNAME
 from ..tree import TREE_IDNAME
@@ -25,6 +26,10 @@ _INTERFACE_NODES = ("NodeGroupInput", "NodeGroupOutput")
 
 #: Errors found while flattening, by (tree pointer, group node name): missing or recursive group.
 _flatten_errors: dict[tuple[int, str], str] = {}
+
+
+def reset_caches() -> None:
+    _flatten_errors.clear()
 
 
 # ---- what is a group ---------------------------------------------------------------------
@@ -70,7 +75,7 @@ def sync_sockets(group_node) -> bool:
         for index, item in enumerate(wanted):
             socket = next((s for s in sockets if s.identifier == item.identifier), None)
             if socket is None:
-                multi = in_out == "INPUT" and item.socket_type == "KinemaTargetSocket"
+                multi = in_out == "INPUT" and item.socket_type == SOCKET_TYPES["Target"]
                 kwargs = {"use_multi_input": True} if multi else {}
                 socket = sockets.new(item.socket_type, item.name, identifier=item.identifier, **kwargs)
             socket.name = item.name
@@ -150,7 +155,7 @@ def flatten(tree, *, as_group_root: bool = False) -> GraphSpec:
     edges: list[tuple] = []
     _expand(tree, "", (tree.as_pointer(),), tree.as_pointer(), nodes, edges)
     if as_group_root:
-        robot_inputs = {item.identifier for item in _interface_sockets(tree, "INPUT") if item.socket_type == "KinemaRobotSocket"}
+        robot_inputs = {item.identifier for item in _interface_sockets(tree, "INPUT") if item.socket_type == SOCKET_TYPES["Robot"]}
         if robot_inputs:
             robot = "Robot"
             while any(n.name == robot for n in nodes):

@@ -18,6 +18,7 @@ from ..core.presets import (
     make_preset,
     save_preset,
 )
+from ..core.graph.registry import NODES, kind_of
 from .edit import set_mode, add_control_bone, key_target_link, rig_tree
 
 
@@ -27,12 +28,8 @@ PRESET_DIR_ENV = "KINEMA_NODES_PRESET_DIR"
 SHIPPED_PRESETS = Path(__file__).resolve().parents[1] / "presets"
 
 
-#: Preset node kind -> node type.
-NODE_TYPES = {
-    "robot": "KinemaRobotNode", "ik_target": "KinemaIKTargetNode", "solver": "KinemaSolverNode",
-    "swivel": "KinemaSwivelNode", "configuration": "KinemaConfigurationNode", "bake": "KinemaBakeNode",
-    "link_switch": "KinemaLinkSwitchNode",
-}
+#: Preset node kind -> node type (from the node registry).
+NODE_TYPES = {entry.kind: entry.bl_idname for entry in NODES if entry.in_spec}
 
 
 #: Spec params whose node property has another name.
@@ -90,7 +87,7 @@ def robot_node_of(tree, rig):
 
     if tree is None:
         return None
-    return next((n for n in all_nodes(tree) if n.bl_idname == "KinemaRobotNode" and n.rig == rig), None)
+    return next((n for n in all_nodes(tree) if kind_of(n) == "robot" and n.rig == rig), None)
 
 
 def role_overrides(rig) -> dict[str, str]:
@@ -125,7 +122,7 @@ def _other_rigs(tree, rig) -> list[str]:
 
     if tree is None:
         return []
-    return sorted({n.rig.name for n in all_nodes(tree) if n.bl_idname == "KinemaRobotNode" and n.rig is not None and n.rig != rig})
+    return sorted({n.rig.name for n in all_nodes(tree) if kind_of(n) == "robot" and n.rig is not None and n.rig != rig})
 
 
 def _clear_tree(context, rig, tree) -> list:
@@ -136,7 +133,7 @@ def _clear_tree(context, rig, tree) -> list:
     if robot is not None:
         overrides = [(item.role, item.link) for item in robot.role_overrides]
     bones = [n.control_bone for n in tree.nodes
-             if n.bl_idname == "KinemaIKTargetNode" and n.control_object == rig and n.control_bone in rig.data.bones]
+             if kind_of(n) == "ik_target" and n.control_object == rig and n.control_bone in rig.data.bones]
     tree.nodes.clear()
     if tree.animation_data is not None:
         tree.animation_data_clear()
@@ -215,7 +212,7 @@ def _tidy_bone_names(rig, tree, names: list[str]) -> None:
             continue
         bone.name = plain
         for node in tree.nodes:
-            if node.bl_idname == "KinemaIKTargetNode" and node.control_bone == bone_name:
+            if kind_of(node) == "ik_target" and node.control_bone == bone_name:
                 node.control_bone = plain
 
 
@@ -359,9 +356,9 @@ def preset_driver(tree):
     from .groups import all_nodes
 
     for target in all_nodes(tree):
-        if target.bl_idname == "KinemaIKTargetNode" and target.control_bone:
+        if kind_of(target) == "ik_target" and target.control_bone:
             for link in target.outputs["Target"].links:
-                if link.to_node.bl_idname == "KinemaSolverNode":
+                if kind_of(link.to_node) == "solver":
                     return target, link.to_node
     raise PresetError(f"tree '{tree.name}' has no IK Target with a control feeding a Solver")
 

@@ -23,13 +23,13 @@ The rig carries its URDF text (and where it came from) in the armature data, so 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import bpy
 import numpy as np
 
 from ..core.errors import KinemaError
+from ..core.lru import LRU
 from ..core.model.robot import Joint, RobotModel, robot_from_urdf_text
 
 #: Channel data paths, by kind.
@@ -105,8 +105,8 @@ def actuated_channels(robot: RobotModel) -> list[JointChannel]:
 
 # ---- the robot a rig carries ---------------------------------------------------------------
 
-_ROBOT_CACHE: OrderedDict[str, RobotModel] = OrderedDict()
-_ROBOT_CACHE_SIZE = 16
+#: The robots of the rigs in this session, by URDF hash and path (a handful of rigs at a time).
+_ROBOT_CACHE = LRU(16)
 
 
 def urdf_hash(text: str) -> str:
@@ -125,21 +125,19 @@ def robot_for_rig(obj) -> RobotModel:
     settings = obj.data.kinema
     key = settings.urdf_hash or urdf_hash(settings.urdf_text)
     key = f"{key}|{settings.urdf_path}"
-    robot = _ROBOT_CACHE.get(key)
-    if robot is None:
-        robot = robot_from_urdf_text(settings.urdf_text, settings.urdf_path or f"{settings.robot_name}.urdf")
-        _ROBOT_CACHE[key] = robot
-        while len(_ROBOT_CACHE) > _ROBOT_CACHE_SIZE:
-            _ROBOT_CACHE.popitem(last=False)
-    else:
-        _ROBOT_CACHE.move_to_end(key)
-    return robot
+    return _ROBOT_CACHE.get_or_build(
+        key, lambda: robot_from_urdf_text(settings.urdf_text, settings.urdf_path or f"{settings.robot_name}.urdf"))
 
 
 def remember_robot(obj, robot: RobotModel) -> None:
     """Seed the cache with a robot the importer already built, so the first frame is free."""
     settings = obj.data.kinema
-    _ROBOT_CACHE[f"{settings.urdf_hash}|{settings.urdf_path}"] = robot
+    _ROBOT_CACHE.put(f"{settings.urdf_hash}|{settings.urdf_path}", robot)
+
+
+def reset_caches() -> None:
+    """Forget every rig's robot (tests start each from the rig's own URDF text)."""
+    _ROBOT_CACHE.clear()
 
 
 # ---- reading and writing joint values --------------------------------------------------------

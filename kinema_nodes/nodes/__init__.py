@@ -1,11 +1,12 @@
-"""One module per node. A node holds properties and sockets and returns its spec; it never solves."""
+"""One module per node. A node holds properties and sockets and returns its spec; it never solves.
 
-from .bake import CLASSES as _BAKE
-from .configuration import CLASSES as _CONFIGURATION
-from .ik_target import CLASSES as _IK_TARGET
-from .link_switch import CLASSES as _LINK_SWITCH
-from .robot import CLASSES as _ROBOT
-from .solver import CLASSES as _SOLVER
-from .swivel import CLASSES as _SWIVEL
+The modules are those the node registry (core/graph/registry.py) names, in its order; the
+Group node registers with the group operators (ui/group_operators.py).
+"""
 
-CLASSES = (*_ROBOT, *_IK_TARGET, *_LINK_SWITCH, *_SOLVER, *_SWIVEL, *_CONFIGURATION, *_BAKE)
+import importlib
+
+from ..core.graph.registry import NODES
+
+CLASSES = tuple(cls for entry in NODES if entry.in_spec
+                for cls in importlib.import_module(f".{entry.module}", __name__).CLASSES)

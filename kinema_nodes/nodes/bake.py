@@ -8,6 +8,7 @@ import json
 
 import bpy
 
+from ..core.graph.registry import BY_KIND
 from ..tree import property_changed
 from .solution_node import SolutionNode
 
@@ -15,12 +16,11 @@ from .solution_node import SolutionNode
 class KinemaBakeNode(SolutionNode, bpy.types.Node):
     """Solves every frame of a range and keys the joints"""
 
-    bl_idname = "KinemaBakeNode"
-    bl_label = "Bake"
-    bl_icon = "KEYFRAME"
     kind = "bake"
+    bl_idname = BY_KIND[kind].bl_idname
+    bl_label = BY_KIND[kind].label
+    bl_icon = "KEYFRAME"
     settings = ("frame_start", "frame_end")
-    has_output = False
 
     frame_start: bpy.props.IntProperty(name="Start", default=1, update=property_changed)
     frame_end: bpy.props.IntProperty(name="End", default=250, update=property_changed)

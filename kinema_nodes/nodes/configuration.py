@@ -2,6 +2,7 @@
 
 import bpy
 
+from ..core.graph.registry import BY_KIND
 from ..tree import property_changed
 from .solution_node import SolutionNode
 
@@ -9,10 +10,10 @@ from .solution_node import SolutionNode
 class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
     """Chooses among the distinct ways the arm can reach the pose"""
 
-    bl_idname = "KinemaConfigurationNode"
-    bl_label = "Configuration Select"
-    bl_icon = "MOD_ARRAY"
     kind = "configuration"
+    bl_idname = BY_KIND[kind].bl_idname
+    bl_label = BY_KIND[kind].label
+    bl_icon = "MOD_ARRAY"
     frame_settings = ("configuration_index",)
 
     configuration_index: bpy.props.IntProperty(

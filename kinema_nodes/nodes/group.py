@@ -10,9 +10,10 @@ Registered through `groups.CLASSES` (with the operators that make and edit group
 
 import bpy
 
+from ..core.graph.registry import BY_KIND
 from ..tree import TREE_IDNAME
 
-GROUP_IDNAME = "KinemaGroupNode"
+GROUP_IDNAME = BY_KIND["group"].bl_idname
 
 
 class KinemaGroupUse(bpy.types.PropertyGroup):
@@ -34,7 +35,7 @@ class KinemaGroupNode(bpy.types.NodeCustomGroup):
     """A node group: another Kinema tree used here; edit it once, every user changes"""
 
     bl_idname = GROUP_IDNAME
-    bl_label = "Group"
+    bl_label = BY_KIND["group"].label
     bl_icon = "NODETREE"
 
     @classmethod

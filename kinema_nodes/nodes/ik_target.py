@@ -2,6 +2,7 @@
 
 import bpy
 
+from ..core.graph.registry import BY_KIND
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
@@ -16,8 +17,9 @@ def _control_changed(self, context):
 class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
     """Aims a link of the robot at a control: a pose bone or any object"""
 
-    bl_idname = "KinemaIKTargetNode"
-    bl_label = "IK Target"
+    kind = "ik_target"
+    bl_idname = BY_KIND[kind].bl_idname
+    bl_label = BY_KIND[kind].label
     bl_icon = "CON_KINEMATIC"
 
     control_object: bpy.props.PointerProperty(name="Control", type=bpy.types.Object, update=_control_changed,
@@ -33,9 +35,7 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
     rotation_weight: bpy.props.FloatProperty(name="Rotation Weight", default=1.0, min=0.0, update=property_changed)
 
     def init(self, context):
-        self.inputs.new("KinemaRobotSocket", "Robot")
-        self.inputs.new("KinemaLinkSocket", "Link")
-        self.outputs.new("KinemaTargetSocket", "Target")
+        self.add_sockets()
 
     def draw_buttons(self, context, layout):
         layout.prop(self, "control_object", text="")

@@ -8,6 +8,7 @@ in between.
 
 import bpy
 
+from ..core.graph.registry import BY_KIND
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
@@ -25,8 +26,9 @@ class KinemaLinkRange(bpy.types.PropertyGroup):
 class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
     """Chooses which link an IK Target aims at, by frame ranges or by a driven value"""
 
-    bl_idname = "KinemaLinkSwitchNode"
-    bl_label = "Link Switch"
+    kind = "link_switch"
+    bl_idname = BY_KIND[kind].bl_idname
+    bl_label = BY_KIND[kind].label
     bl_icon = "LINKED"
 
     mode: bpy.props.EnumProperty(name="By", items=MODE_ITEMS, default="FRAME", update=property_changed)
@@ -34,7 +36,7 @@ class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
     ranges: bpy.props.CollectionProperty(type=KinemaLinkRange)
 
     def init(self, context):
-        self.outputs.new("KinemaLinkSocket", "Link")
+        self.add_sockets()
 
     def add_range(self, start: float, link: str):
         row = self.ranges.add()

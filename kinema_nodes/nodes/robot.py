@@ -2,6 +2,7 @@
 
 import bpy
 
+from ..core.graph.registry import BY_KIND
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
@@ -26,8 +27,9 @@ class KinemaRoleOverride(bpy.types.PropertyGroup):
 class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
     """The robot rig this graph drives"""
 
-    bl_idname = "KinemaRobotNode"
-    bl_label = "Robot"
+    kind = "robot"
+    bl_idname = BY_KIND[kind].bl_idname
+    bl_label = BY_KIND[kind].label
     bl_icon = "ARMATURE_DATA"
 
     rig: bpy.props.PointerProperty(name="Rig", type=bpy.types.Object, poll=_is_armature, update=property_changed,
@@ -37,7 +39,7 @@ class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
                                                              "the others are inferred from the robot's structure")
 
     def init(self, context):
-        self.outputs.new("KinemaRobotSocket", "Robot")
+        self.add_sockets()
 
     def draw_buttons(self, context, layout):
         layout.prop(self, "rig", text="")

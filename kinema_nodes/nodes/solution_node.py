@@ -12,12 +12,9 @@ class SolutionNode(KinemaTreeNode):
     kind = ""
     settings: tuple[str, ...] = ()
     frame_settings: tuple[str, ...] = ()
-    has_output = True
 
     def init(self, context):
-        self.inputs.new("KinemaSolutionSocket", "Solution")
-        if self.has_output:
-            self.outputs.new("KinemaSolutionSocket", "Solution")
+        self.add_sockets()
         if self.kind in PASSTHROUGH_NOTE and stage_function(self.kind) is None:
             self.kinema_note = PASSTHROUGH_NOTE[self.kind]
 

@@ -3,6 +3,7 @@
 import bpy
 
 from ..core.defaults import DEFAULT_SOLVE_BUDGET_MS
+from ..core.graph.registry import BY_KIND
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
@@ -27,8 +28,9 @@ class KinemaPosture(bpy.types.PropertyGroup):
 class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     """Solves one or more IK Targets jointly (dual arm, hands and feet) and writes the rig"""
 
-    bl_idname = "KinemaSolverNode"
-    bl_label = "Solver"
+    kind = "solver"
+    bl_idname = BY_KIND[kind].bl_idname
+    bl_label = BY_KIND[kind].label
     bl_icon = "SETTINGS"
 
     backend: bpy.props.EnumProperty(name="Solver", items=BACKEND_ITEMS, default="PYROKI", update=property_changed)

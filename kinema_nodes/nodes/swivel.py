@@ -9,6 +9,7 @@ that runs the graph.
 
 import bpy
 
+from ..core.graph.registry import BY_KIND
 from ..tree import property_changed
 from .solution_node import SolutionNode
 
@@ -20,10 +21,10 @@ def _is_armature(self, obj):
 class KinemaSwivelNode(SolutionNode, bpy.types.Node):
     """Swings the elbow around the shoulder-to-wrist line while the tool holds its pose"""
 
-    bl_idname = "KinemaSwivelNode"
-    bl_label = "Elbow Swivel"
-    bl_icon = "DRIVER_ROTATIONAL_DIFFERENCE"
     kind = "swivel"
+    bl_idname = BY_KIND[kind].bl_idname
+    bl_label = BY_KIND[kind].label
+    bl_icon = "DRIVER_ROTATIONAL_DIFFERENCE"
     frame_settings = ("swivel_angle",)
 
     swivel_angle: bpy.props.FloatProperty(

@@ -12,19 +12,13 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kinema_nodes.core.graph.registry import BY_KIND, SPEC_KINDS, kind_of
 from kinema_nodes.core.graph.spec import GraphSpec, LinkSpec, NodeSpec, validate
 from kinema_nodes.core.graph.program import compile_program
 
-KINDS = ("robot", "ik_target", "solver", "swivel", "configuration", "bake", "link_switch")
-SOCKETS = {
-    "robot": ((), ("Robot",)),
-    "ik_target": (("Robot", "Link"), ("Target",)),
-    "solver": (("Targets",), ("Solution",)),
-    "swivel": (("Solution",), ("Solution",)),
-    "configuration": (("Solution",), ("Solution",)),
-    "bake": (("Solution",), ()),
-    "link_switch": ((), ("Link",)),
-}
+#: Every kind a graph may hold, with its (input, output) socket names, from the node registry.
+KINDS = SPEC_KINDS
+SOCKETS = {kind: (tuple(n for n, _ in BY_KIND[kind].inputs), tuple(n for n, _ in BY_KIND[kind].outputs)) for kind in KINDS}
 
 
 @st.composite
@@ -66,8 +60,7 @@ def test_random_graphs_validate_and_compile_without_raising(spec, robots):
     assert problems.by_node.keys() <= program.problems.by_node.keys() | {k for k, v in problems.by_node.items() if not v}
 
 
-NODE_TYPES = ("KinemaRobotNode", "KinemaIKTargetNode", "KinemaSolverNode", "KinemaSwivelNode",
-              "KinemaConfigurationNode", "KinemaBakeNode", "KinemaLinkSwitchNode")
+NODE_TYPES = tuple(BY_KIND[kind].bl_idname for kind in KINDS)
 
 EDITS = st.lists(
     st.tuples(st.sampled_from(["add", "link", "unlink", "remove", "delete_control", "backend", "link_name", "move"]),
@@ -120,11 +113,11 @@ def test_random_edits_never_raise_never_write_nan_and_show_errors_on_the_nodes(b
             bpy.data.objects.remove(controls.pop(a % len(controls)))
         elif action == "backend":
             for node in nodes:
-                if node.bl_idname == "KinemaSolverNode":
+                if kind_of(node) == "solver":
                     node.backend = ("NUMPY", "OFF")[a % 2]
         elif action == "link_name":
             for node in nodes:
-                if node.bl_idname == "KinemaIKTargetNode":
+                if kind_of(node) == "ik_target":
                     node.link_name = ("", "wrist_2_link", "forearm_link")[a % 3]
         elif action == "move" and controls:
             controls[a % len(controls)].location = (0.2 + (a % 7) * 0.05, -0.2 + (b % 5) * 0.1, 0.2 + (b % 3) * 0.1)

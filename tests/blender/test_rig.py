@@ -171,7 +171,7 @@ def test_rig_data_survives_save_and_reload(blender, tmp_path, robots):
     path = tmp_path / "rig.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     bpy.ops.wm.read_homefile(use_empty=True)
-    rig._ROBOT_CACHE.clear()
+    rig.reset_caches()
     bpy.ops.wm.open_mainfile(filepath=str(path))
     obj = bpy.data.objects[name]
     assert rig.is_rig(obj)

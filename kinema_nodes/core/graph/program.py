@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from .registry import BY_KIND
 from .spec import GraphSpec, Problems, downstream_chain, rig_of_target, validate
 from ..model.robot import RobotModel
 from ..model.rotations import matrix_to_quaternion
@@ -179,18 +180,16 @@ class StageInput:
     solve: Callable  # core.solvers.solve, for stages that re-solve
 
 
-#: Node kind -> module in core that provides `apply_stage(StageInput) -> (joints, note)`.
-STAGE_MODULES = {"swivel": "swivel", "configuration": "configurations"}
-
-
 def stage_function(kind: str) -> Callable | None:
-    """The behaviour of a node after the solver, or None while it only passes through."""
+    """The behaviour of a node after the solver, or None while it only passes through: the
+    `apply_stage(StageInput) -> (joints, note)` of the core/stages module the registry names
+    (imported on first use: stages pull in the solvers)."""
     import importlib
 
-    module_name = STAGE_MODULES.get(kind)
-    if module_name is None:
+    entry = BY_KIND.get(kind)
+    if entry is None or entry.stage is None:
         return None
-    module = importlib.import_module(f"..stages.{module_name}", __package__)
+    module = importlib.import_module(f"..stages.{entry.stage}", __package__)
     return getattr(module, "apply_stage", None)
 
 

@@ -4,15 +4,9 @@ The Blender tree is snapshotted into a GraphSpec (by `evaluator.py`); everything
 checking the graph, compiling it, running it — happens on plain data, so it is testable
 without Blender and two equal specs compile to the same Program.
 
-Node kinds and sockets (socket names are the identifiers used in `LinkSpec`):
-
-    robot          out: Robot
-    ik_target      in: Robot, Link            out: Target
-    solver         in: Targets (multi)        out: Solution
-    swivel         in: Solution               out: Solution
-    configuration  in: Solution               out: Solution
-    bake           in: Solution
-    link_switch    out: Link                  (picks a link by frame range or value)
+Node kinds and their sockets (socket names are the identifiers used in `LinkSpec`) are those
+of the node registry (registry.py): robot -> ik_target -> solver -> swivel / configuration /
+bake, with link_switch feeding an IK Target's Link.
 
 Params are structural settings (a change recompiles). Values that change every frame (control
 poses, a keyed link choice, a keyed configuration index) are not in the spec: they are read
@@ -26,14 +20,10 @@ from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
-NODE_KINDS = ("robot", "ik_target", "solver", "swivel", "configuration", "bake", "link_switch")
-
-#: (kind, socket) pairs that carry a Solution from a solver downstream.
-SOLUTION_KINDS = ("swivel", "configuration", "bake")
-
+from .registry import SOLUTION_KINDS, SPEC_KINDS as NODE_KINDS, socket_feeds
 
 #: Output socket -> the input socket it may feed.
-_SOCKET_FEEDS = {"Robot": "Robot", "Target": "Targets", "Solution": "Solution", "Link": "Link"}
+_SOCKET_FEEDS = socket_feeds()
 
 
 @dataclass(frozen=True)

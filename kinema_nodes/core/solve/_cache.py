@@ -15,12 +15,11 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
 from pathlib import Path
 
-#: How many compiled solvers stay in memory: enough for a hand-off between a few links.
-DEFAULT_LRU_SIZE = 4
+from ..lru import DEFAULT_LRU_SIZE, LRU
+
+__all__ = ["DEFAULT_LRU_SIZE", "LRU", "cache_root"]
 
 
 def cache_root() -> Path:
@@ -30,41 +29,6 @@ def cache_root() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "kinema_nodes"
-
-
-class LRU:
-    """A bounded mapping that drops the least recently used entry when full."""
-
-    def __init__(self, capacity: int = DEFAULT_LRU_SIZE):
-        self.capacity = max(1, int(capacity))
-        self._items: OrderedDict[Hashable, object] = OrderedDict()
-
-    def get_or_build(self, key: Hashable, build: Callable[[], object]) -> object:
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
-        value = build()
-        self._items[key] = value
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-        return value
-
-    def resize(self, capacity: int) -> None:
-        self.capacity = max(1, int(capacity))
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-
-    def keys(self) -> list[Hashable]:
-        return list(self._items)
-
-    def clear(self) -> None:
-        self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._items
 
 
 #: Entries already reported as corrupt in this process (each is said once).

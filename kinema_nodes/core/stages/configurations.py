@@ -28,11 +28,11 @@ configuration that is the current pose is marked `current`.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..lru import LRU
 from ..model.robot import RobotModel
 
 #: Largest joint difference (rad, or m for prismatic joints) between two solutions of one branch.
@@ -241,7 +241,7 @@ def step_index(count: int, index: int, step: int) -> int:
 
 # ---- Configuration-Select node ----------------------------------------------------------
 
-_cache: OrderedDict = OrderedDict()
+_cache = LRU(CACHE_SIZE)
 
 
 def _cache_key(robot: RobotModel, goals, held, swivel_reference) -> tuple:
@@ -269,11 +269,7 @@ def configurations_for_node(robot: RobotModel, goals, joints: np.ndarray, option
         home[np.isin(robot.actuated_joint_names, list(held))] = np.asarray(joints)[np.isin(robot.actuated_joint_names, list(held))]
         configurations = find_configurations(robot, goals, joints, options, hold_prismatic=False)
         found = sorted((c.joints for c in configurations), key=lambda q: float(np.linalg.norm(branch_difference(robot, q, home))))
-        _cache[key] = found
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    else:
-        _cache.move_to_end(key)
+        _cache.put(key, found)
     return found
 
 
