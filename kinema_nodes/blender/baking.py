@@ -289,7 +289,20 @@ def ensure_fcurve(bag, data_path: str, index: int, group: str):
 
 def write_keys(fcurve, frames: np.ndarray, values: np.ndarray, interpolation: str = "LINEAR") -> None:
     """Replace `fcurve`'s keys within [frames.min(), frames.max()] by (frames, values), in bulk;
-    keys outside the range stay exactly as they were."""
+    keys outside the range stay exactly as they were.
+
+    The one place keys are written: NaN or inf (or a value float32 cannot hold) never reaches
+    an F-curve; such a call is refused before the curve is touched."""
+    frames = np.asarray(frames, dtype=float)
+    values = np.asarray(values, dtype=float)
+    if frames.shape != values.shape or not len(frames):
+        raise KinemaError(f"keys for '{fcurve.data_path}': {len(frames)} frames and {len(values)} values")
+    with np.errstate(over="ignore"):
+        finite = np.isfinite(frames.astype(np.float32)) & np.isfinite(values.astype(np.float32))
+    if not finite.all():
+        first = int(np.flatnonzero(~finite)[0])
+        raise KinemaError(f"refusing to key '{fcurve.data_path}' [{fcurve.array_index}]: value {values[first]!r} on frame "
+                          f"{frames[first]!r} is not a finite number Blender can store")
     points = fcurve.keyframe_points
     low, high = float(frames.min()) - 0.5, float(frames.max()) + 0.5
     if len(points):

@@ -203,6 +203,11 @@ def write_joint_values(obj, robot: RobotModel, q) -> np.ndarray:
     q = clamp_to_limits(robot, q)
     if not channels:
         return q
+    with np.errstate(over="ignore"):
+        written = np.array([c.scale * v for c, v in zip(channels, q)], dtype=np.float32)
+    if not np.all(np.isfinite(written)):  # the one place joint values reach bones: never NaN or inf
+        bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(written))]
+        raise KinemaError(f"refusing joint values Blender cannot hold (beyond float32) for {', '.join(bad)}")
     bones = obj.pose.bones
     indices = _bone_indices(obj, channels)
     count = len(bones)

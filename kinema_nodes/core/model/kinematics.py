@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import KinemaError
 from .robot import Joint, RobotModel
 from .rotations import axis_angle_matrices
 
@@ -81,8 +82,22 @@ def _walk(steps: list[ChainStep], q: np.ndarray, keep_joint_frames: bool = False
 def link_pose(robot: RobotModel, q: np.ndarray, link: str) -> np.ndarray:
     """Pose of one link: (n,) -> (4, 4), (B, n) -> (B, 4, 4)."""
     qb, single = _batch(q)
-    pose, _ = _walk(chain_steps(robot, link), qb)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pose, _ = _walk(chain_steps(robot, link), qb)
+    _check_finite(robot, qb, pose, link)
     return pose[0] if single else pose
+
+
+def _check_finite(robot: RobotModel, qb: np.ndarray, poses: np.ndarray, link: str | None = None) -> None:
+    """Refuse joint values whose forward kinematics overflow (a huge prismatic travel, a mimic
+    multiplier that carries a value past float64): one line, never an inf pose downstream."""
+    if np.all(np.isfinite(poses)):
+        return
+    names = [robot.actuated_joint_names[i] for i in np.flatnonzero(np.any(np.abs(qb) > 1e6, axis=0))]
+    where = f" of link '{link}'" if link else ""
+    joints = f" (joint values {', '.join(names)} beyond 1e6)" if names else ""
+    raise KinemaError(f"'{robot.name}': the pose{where} overflows: these joint values put it beyond any finite "
+                      f"distance{joints}")
 
 
 def link_poses(robot: RobotModel, q: np.ndarray) -> np.ndarray:
@@ -91,12 +106,14 @@ def link_poses(robot: RobotModel, q: np.ndarray) -> np.ndarray:
     index = {name: i for i, name in enumerate(robot.links)}
     poses = np.empty((qb.shape[0], len(robot.links), 4, 4))
     poses[:, index[robot.root_link]] = np.eye(4)
-    for joint in robot.joints:  # tree order: the parent's pose is always ready
-        step = _step(robot, joint)
-        pose = poses[:, index[joint.parent]] @ step.origin
-        if step.kind != FIXED:
-            pose = pose @ _motion(step, qb)
-        poses[:, index[joint.child]] = pose
+    with np.errstate(over="ignore", invalid="ignore"):
+        for joint in robot.joints:  # tree order: the parent's pose is always ready
+            step = _step(robot, joint)
+            pose = poses[:, index[joint.parent]] @ step.origin
+            if step.kind != FIXED:
+                pose = pose @ _motion(step, qb)
+            poses[:, index[joint.child]] = pose
+    _check_finite(robot, qb, poses)
     return poses[0] if single else poses
 
 

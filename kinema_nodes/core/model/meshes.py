@@ -136,9 +136,9 @@ def _xml_verdict(head_chunks, source, what: str) -> None:
         if root is None:
             parser.close()
     except etree.XMLSyntaxError as exc:
-        raise RobotFileError(source, f"{what} is not XML that can be read ({' '.join(str(exc).split())[:120]})") from None
+        raise RobotFileError(source, f"{what} could not be read as XML ({' '.join(str(exc).split())[:120]})") from None
     if root is None:
-        raise RobotFileError(source, f"{what} is not XML that can be read (no root element)")
+        raise RobotFileError(source, f"{what} could not be read as XML (no root element)")
     if root.getroottree().docinfo.doctype:
         raise RobotFileError(source, f"{what} declares a DOCTYPE or XML entities; refused (COLLADA never needs them, and they can expand without bound or read other files)")
 
@@ -233,11 +233,6 @@ def _check_header_counts(path: Path, source, what: str) -> None:
         if words and words[0].upper().endswith(b"OFF"):
             words = words[1:]
         counts = [int(w) for w in words[:3] if w.isdigit()]
-    elif suffix == ".stl" and len(head) >= 84 and not head[:5].lower() == b"solid":
-        counts = [int(np.frombuffer(head[80:84], dtype="<u4")[0])]
-        size = path.stat().st_size
-        if 84 + 50 * counts[0] != size:
-            raise RobotFileError(source, f"{what} is a binary STL that claims {counts[0]} triangles in {size} bytes")
     if any(c > MAX_MESH_ELEMENTS for c in counts):
         raise RobotFileError(source, f"{what} claims {max(counts)} elements; refusing more than {MAX_MESH_ELEMENTS}")
 
@@ -285,7 +280,7 @@ def load_mesh(path: str | Path, scale=(1.0, 1.0, 1.0), source: str | Path | None
         _check_xml(path, source, what)
     elif suffix == ".obj":
         _check_side_files(path, source, what)
-    if suffix in (".ply", ".off", ".stl"):
+    if suffix in (".ply", ".off"):
         _check_header_counts(path, source, what)
     try:
         # From the path, not the bytes: OBJ and glTF name side files (materials, buffers).
@@ -321,6 +316,14 @@ def load_mesh(path: str | Path, scale=(1.0, 1.0, 1.0), source: str | Path | None
             raise RobotFileError(source, f"{what} has faces that point at vertices it does not have "
                                          f"(index {int(f.max()) if f.max() >= len(v) else int(f.min())}, {len(v)} vertices)")
         transform = check_transform(transform, source, what)
+        if not np.all(np.isfinite(v)):
+            raise RobotFileError(source, f"{what} has NaN or inf vertices")
+        if hasattr(geometry, "merge_vertices"):
+            # Checked raw, then shared corners merged (an STL repeats each corner per
+            # triangle), as trimesh's own processing would and as Blender wants them.
+            geometry.merge_vertices()
+            v = np.asarray(geometry.vertices, dtype=float)
+            f = np.asarray(geometry.faces, dtype=np.int64)
         with np.errstate(over="ignore", invalid="ignore"):
             placed = v @ transform[:3, :3].T + transform[:3, 3]
         colour = _geometry_colour(geometry)

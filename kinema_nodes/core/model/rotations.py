@@ -34,14 +34,24 @@ def matrix_to_quaternion(matrix: np.ndarray) -> np.ndarray:
     diagonal = np.stack([trace, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]], -1)
     best = np.argmax(diagonal, axis=-1)
     q = np.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    q = normalised(q)
     return np.where(q[..., :1] < 0, -q, q)
+
+
+def normalised(quaternion: np.ndarray) -> np.ndarray:
+    """(..., 4) quaternions scaled to unit length, scaling by the largest component first so
+    (1e200, 1e200, 0, 0) does not overflow the norm to inf (and come out as zeros). A zero or
+    non-finite quaternion comes out NaN, for the caller's finite check to refuse."""
+    q = np.asarray(quaternion, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        biggest = np.max(np.abs(q), axis=-1, keepdims=True)
+        scaled = q / biggest
+        return scaled / np.linalg.norm(scaled, axis=-1, keepdims=True)
 
 
 def quaternion_to_matrix(quaternion: np.ndarray) -> np.ndarray:
     """(..., 4) quaternion (w, x, y, z), normalised here -> (..., 3, 3)."""
-    q = np.asarray(quaternion, dtype=float)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    q = normalised(np.asarray(quaternion, dtype=float))
     w, x, y, z = np.moveaxis(q, -1, 0)
     return np.stack(
         [

@@ -120,7 +120,7 @@ def check_targets(robot, targets: IKTarget | Sequence[IKTarget]) -> TargetArrays
                 f"IK target for '{link}': position is {distance:.3g} m from the root; "
                 f"refusing targets farther than {MAX_TARGET_DISTANCE_M:g} m (units are metres)"
             )
-        norm = math.sqrt(sum(v * v for v in quaternion))
+        norm = math.hypot(*quaternion)  # scaled: (1e200, 1e200, 0, 0) must not overflow to inf
         if norm < 1e-6:
             raise KinemaError(f"IK target for '{link}': rotation quaternion {quaternion} has zero length")
         pair = [float(target.position_weight), float(target.rotation_weight)]
