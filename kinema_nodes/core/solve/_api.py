@@ -10,6 +10,7 @@ the NumPy kinematics (the same yardstick for both backends).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Sequence
 
@@ -18,8 +19,9 @@ import numpy as np
 from ..errors import KinemaError
 from ._blas import single_threaded_blas
 from ._chain import problem_for
-from ._numpy_backend import _converged, lm_run, solve_numpy
-from ._types import IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start, check_targets
+from ._kernel import kernel_status
+from ._numpy_backend import lm_run, solve_numpy
+from ._types import IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start, pack_targets
 
 #: A float32 PyRoki answer that misses the float64 tolerance by less than this is polished by
 #: a few float64 NumPy iterations (float32 bottoms out around 1e-6).
@@ -74,15 +76,15 @@ def _finish(robot, problem, start, q_raw, targets: TargetArrays, options: SolveO
     q = start.copy()
     free = problem.free
     values = q_raw[free]
-    continuous = robot.is_continuous[free]
-    if continuous.any():
+    continuous = problem.continuous
+    if problem.has_continuous:
         delta = values[continuous] - start[free][continuous]
         values[continuous] = start[free][continuous] + (delta + np.pi) % (2 * np.pi) - np.pi
     q[free] = values
-    clipped = np.clip(q, robot.lower, robot.upper)
-    if not np.all(np.isfinite(clipped)):  # cannot happen with finite inputs; never hand out NaN
+    clipped = np.minimum(np.maximum(q, robot.lower), robot.upper)
+    if not math.isfinite(clipped.sum()):  # cannot happen with finite inputs; never hand out NaN
         clipped = np.clip(start.copy(), robot.lower, robot.upper)
-    if errors is not None and np.array_equal(clipped[free], q[free]):
+    if errors is not None and np.array_equal(clipped, q):
         return clipped, errors
     errors, _, _ = problem.residual(clipped[None], targets.rotations, targets.positions, with_jacobian=False)
     return clipped, errors[0]
@@ -119,15 +121,43 @@ def solve(
     """
     t0 = time.perf_counter()
     options = DEFAULT_OPTIONS if options is None else options
+    if options.backend == "numpy" and kernel_status()[0] == "numba":  # no BLAS call on this path
+        return _solve(robot, targets, start, options, t0)
     with single_threaded_blas():
         return _solve(robot, targets, start, options, t0)
 
 
-def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResult:
-    check_options(robot, options)
-    target_arrays = check_targets(robot, targets)
+def _checked(robot, targets, start, options: SolveOptions):
+    """The request's checks. Options and link sets are checked in full once per robot (and
+    remembered there); the numbers are checked on every call, all at once."""
+    memo = robot.cache("checked_options")
+    try:
+        known = options in memo
+    except TypeError:  # an unhashable field (a plain set of held joints): check every time
+        known = False
+        check_options(robot, options)
+    if not known:
+        check_options(robot, options)
+        with contextlib.suppress(TypeError):
+            if len(memo) > 64:
+                memo.clear()
+            memo[options] = True
+    target_arrays = pack_targets(robot, targets, robot.cache("checked_links"))
     start = check_start(robot, start)
     problem = problem_for(robot, target_arrays.links, frozenset(options.held_joints))
+    return target_arrays, start, problem
+
+
+def _within(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> bool:
+    """`_converged` for one answer, in plain floats (T is 1 to 4: NumPy's reductions cost more)."""
+    for (p, r), (wp, wr) in zip(errors.tolist(), weights.tolist()):
+        if (p > tol_p and wp != 0) or (r > tol_r and wr != 0):
+            return False
+    return True
+
+
+def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResult:
+    target_arrays, start, problem = _checked(robot, targets, start, options)
     backend, fallback_reason = _choose_backend(options, robot, len(problem.free))
     q_raw = None
     if backend == "pyroki" and len(problem.free):
@@ -145,30 +175,34 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
     if q_raw is None:
         backend = "numpy"
         q_raw, errors, iterations, _, over_budget = solve_numpy(problem, start, target_arrays, options, t0)
+    return _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
+                     fallback_reason)
+
+
+def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
+              fallback_reason) -> SolveResult:
+    """The contract on a backend's raw answer (shared by `solve` and `solve_many`): `_finish`,
+    then for PyRoki the branch check and the float64 polish, then the posture slide."""
     q, errors = _finish(robot, problem, start, q_raw, target_arrays, options, errors)
-    converged = _converged(errors, target_arrays.weights, options.position_tolerance, options.rotation_tolerance)
+    tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
+    converged = _within(errors, target_arrays.weights, tol_p, tol_r)
     if backend == "pyroki" and not options.cold and (not converged or _jumped(q, start, problem)):
         # A warm float32 descent can stall next to a singularity or a limit where the float64
         # one still gets through; a far-away answer is a branch flip the user did not ask
         # for. One float64 descent from the start decides before we accept either.
-        q_near, errors_near, extra, ok_near = lm_run(
-            problem, start, target_arrays, options.position_tolerance, options.rotation_tolerance, options.max_iterations,
-            t0 + options.budget_ms / 1000.0,
-        )
+        q_near, errors_near, extra, ok_near = lm_run(problem, start, target_arrays, tol_p, tol_r, options.max_iterations)
         iterations += extra
         if ok_near or not converged:
             q_near, errors_near = _finish(robot, problem, start, q_near, target_arrays, options, errors_near)
             if ok_near or np.sum((errors_near * target_arrays.weights) ** 2) < np.sum((errors * target_arrays.weights) ** 2):
                 q, errors, converged = q_near, errors_near, ok_near
     if not converged and backend == "pyroki" and float(np.max(errors)) < POLISH_BELOW:
-        q_polished, _, extra, _ = lm_run(
-            problem, q, target_arrays, options.position_tolerance, options.rotation_tolerance, POLISH_ITERATIONS, None
-        )
+        q_polished, _, extra, _ = lm_run(problem, q, target_arrays, tol_p, tol_r, POLISH_ITERATIONS)
         q2, errors2 = _finish(robot, problem, start, q_polished, target_arrays, options)
         iterations += extra
         if np.sum((errors2 * target_arrays.weights) ** 2) <= np.sum((errors * target_arrays.weights) ** 2):
             q, errors = q2, errors2
-            converged = _converged(errors, target_arrays.weights, options.position_tolerance, options.rotation_tolerance)
+            converged = _within(errors, target_arrays.weights, tol_p, tol_r)
     if converged and options.posture is not None:
         from ._posture import redundancy, settle_posture
 
@@ -180,10 +214,11 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
             if settled:
                 q, errors = _finish(robot, problem, start, q_settled, target_arrays, options, errors_settled)
     ms = (time.perf_counter() - t0) * 1000.0
+    position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
     return SolveResult(
         joints=q,
-        position_error=float(np.max(errors[:, 0])),
-        rotation_error=float(np.max(errors[:, 1])),
+        position_error=position_error,
+        rotation_error=rotation_error,
         converged=converged,
         reason=_reason(robot, problem, q, converged, over_budget),
         iterations=int(iterations),

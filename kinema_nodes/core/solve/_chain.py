@@ -156,6 +156,7 @@ class ChainProblem:
         self.lower = robot.lower[self.free]
         self.upper = robot.upper[self.free]
         self.continuous = robot.is_continuous[self.free]
+        self.has_continuous = bool(self.continuous.any())
 
     def residual(self, q: np.ndarray, rotations: np.ndarray, positions: np.ndarray, with_jacobian: bool = True):
         """For a batch q (B, n): unweighted errors per target (B, T, 2), the residual (B, 6T)

@@ -420,6 +420,9 @@ def _normal_np(J, r, A, g):
 
 
 def _damped_solve_np(A, g, damping, keep, step):
+    if keep.all():
+        step[:] = np.linalg.solve(A + damping * np.eye(len(g)), g)
+        return
     step[:] = 0.0
     if keep.any():
         inner = A[np.ix_(keep, keep)] + damping * np.eye(int(keep.sum()))
@@ -535,8 +538,9 @@ _LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_ev
 _lock = threading.Lock()
 _numpy_form: types.FunctionType | None = None
 _numba_form = None
-_numba_reason: str | None = None
-_numba_tried = False
+_numba_reason: str | None = "the compiled kernel is still compiling (the NumPy form serves meanwhile)"
+_state = "untried"  # -> "compiling" -> "ready" | "failed"
+_thread: threading.Thread | None = None
 
 
 def _plain():
@@ -558,42 +562,69 @@ def numba_cache_dir() -> str:
     return str(cache_root() / "numba")
 
 
-def _compiled():
-    """The numba build of `_solve_rows`, or None (and `_numba_reason`) when numba is missing or
-    fails. numba caches the machine code under the Kinema cache folder, so later processes
-    load it instead of compiling."""
-    global _numba_form, _numba_reason, _numba_tried
-    if _numba_tried:
+def _example_chain() -> tuple:
+    """A one-joint chain with the argument types of every real call, to compile (or load
+    from numba's disk cache) the one signature the kernel is ever called with."""
+    i1, f = np.zeros(1, dtype=np.int64), np.zeros(1)
+    eye = np.eye(3)[None]
+    return (np.array([-1], dtype=np.int64), i1.copy(), np.array([[0.0, 0.0, 1.0]]), eye.copy(), np.zeros((1, 3)), i1.copy(),
+            np.ones(1), f.copy(), i1.copy(), i1.copy(), eye.copy(), np.zeros((1, 3)), np.ones((1, 1), dtype=np.bool_),
+            np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((0, 1), dtype=np.bool_), i1.copy(),
+            np.full(1, -1.0), np.ones(1))
+
+
+def _build_numba() -> None:
+    global _numba_form, _numba_reason, _state
+    try:
+        if os.environ.get("KINEMA_NO_NUMBA"):
+            raise ImportError("KINEMA_NO_NUMBA is set")
+        os.environ.setdefault("NUMBA_CACHE_DIR", numba_cache_dir())
+        import numba
+
+        if not getattr(numba.config, "CACHE_DIR", ""):
+            numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
+        namespace = dict(globals())
+        for name in _LEAVES:  # callees first, so each sees its jitted callees in `namespace`
+            original = globals()[name]
+            clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
+            clone.__module__ = __name__
+            clone.__qualname__ = original.__qualname__
+            namespace[name] = numba.njit(cache=True, nogil=True)(clone)
+        run = namespace["_solve_rows"]
+        seeds = np.zeros((1, 1))
+        run(_example_chain(), seeds, np.zeros(1, dtype=np.int64), np.zeros((1, 1, 3)), np.eye(3)[None, None].copy(),
+            np.ones((1, 1, 2)), np.zeros(1), 1e-5, 1e-5, 2, STALL_WINDOW, False, np.empty((1, 1)), np.empty((1, 1, 2)),
+            np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_))
+        _numba_form, _numba_reason, _state = run, None, "ready"
+    except Exception as exc:  # noqa: BLE001 - ImportError, or a broken numba: the NumPy form serves
+        _numba_form, _state = None, "failed"
+        _numba_reason = f"numba could not be used ({type(exc).__name__}: {exc})"
+
+
+def _compiled(wait: bool = False):
+    """The numba build of `_solve_rows`, or None while it is not ready. The first ask starts
+    the build in a thread: on a machine that never compiled the kernel that takes seconds, and
+    meanwhile the NumPy form gives the same answers; later processes load numba's cache from
+    the Kinema cache folder in a fraction of a second. `wait` blocks until the build is done."""
+    global _state, _thread
+    if _state == "ready":
         return _numba_form
+    if _state == "failed":
+        return None
     with _lock:
-        if _numba_tried:
-            return _numba_form
-        try:
-            if os.environ.get("KINEMA_NO_NUMBA"):
-                raise ImportError("KINEMA_NO_NUMBA is set")
-            os.environ.setdefault("NUMBA_CACHE_DIR", numba_cache_dir())
-            import numba
-
-            if not getattr(numba.config, "CACHE_DIR", ""):
-                numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
-            namespace = dict(globals())
-            for name in _LEAVES:  # callees first, so each sees its jitted callees in `namespace`
-                original = globals()[name]
-                clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
-                clone.__module__ = __name__
-                clone.__qualname__ = original.__qualname__
-                namespace[name] = numba.njit(cache=True, nogil=True)(clone)
-            _numba_form = namespace["_solve_rows"]
-        except Exception as exc:  # noqa: BLE001 - ImportError, or a broken numba: fall back to NumPy
-            _numba_form = None
-            _numba_reason = f"numba could not be used ({type(exc).__name__}: {exc})"
-        _numba_tried = True
-    return _numba_form
+        if _state == "untried":
+            _state = "compiling"
+            _thread = threading.Thread(target=_build_numba, name="kinema-kernel-compile", daemon=True)
+            _thread.start()
+    if wait and _thread is not None:
+        _thread.join()
+    return _numba_form if _state == "ready" else None
 
 
-def kernel_status() -> tuple[str, str | None]:
-    """("numba", None) when the compiled kernel runs here, else ("numpy", why)."""
-    return ("numba", None) if _compiled() is not None else ("numpy", _numba_reason)
+def kernel_status(wait: bool = False) -> tuple[str, str | None]:
+    """("numba", None) when the compiled kernel runs here, else ("numpy", why). `wait`: block
+    until a build in progress has finished (benchmarks, tests, a warm-up)."""
+    return ("numba", None) if _compiled(wait) is not None else ("numpy", _numba_reason)
 
 
 def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations,
@@ -607,7 +638,7 @@ def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, t
     swivel = np.zeros(count)
     iterations = np.zeros(count, dtype=np.int64)
     converged = np.zeros(count, dtype=np.bool_)
-    run = _compiled() if compiled is not False else None
+    run = _compiled(wait=bool(compiled)) if compiled is not False else None
     if compiled and run is None:
         raise RuntimeError(_numba_reason or "numba is not available")
     data = chain.data

@@ -133,11 +133,13 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
             rows = descend_batch(problem, seeds, targets, tol_p, tol_r, options.max_iterations, stop_at_first=options.cold)
             q, errors, iterations, converged = pick(rows[0], rows[1], rows[3], rows[4], start, targets.weights, options.cold)
         total += iterations
-        cost = float(cost_of(errors, targets.weights))
-        if best is None or cost < best[0]:
-            best = (cost, q, errors)
         if converged:
             return q, errors, total, True, False
+        cost = float(cost_of(errors, targets.weights))
+        # Warm and not converged anywhere: keep the descent from the start (the arm follows as
+        # near as it can); a restart that merely got closer is another branch, a pop on replay.
+        if best is None or (options.cold and cost < best[0]):
+            best = (cost, q, errors)
         attempt += 1
         over = time.perf_counter() > deadline
         if over or (not options.cold and attempt > 1):

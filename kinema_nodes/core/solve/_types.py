@@ -94,7 +94,7 @@ def check_targets(robot, targets: IKTarget | Sequence[IKTarget]) -> TargetArrays
     """Refuse NaN/inf, zero quaternions, absurd distances and negative weights, each with a
     message naming the link, so the solver never sees a value that could poison it."""
     targets = as_target_list(targets)
-    links, positions, quaternions, weights = [], [], [], []
+    links = []
     seen = set()
     for target in targets:
         link = robot.check_link(target.link)
@@ -103,6 +103,14 @@ def check_targets(robot, targets: IKTarget | Sequence[IKTarget]) -> TargetArrays
         seen.add(link)
         if not robot.chain_joint_names(link):
             raise KinemaError(f"link '{link}' is not moved by any joint, so it cannot be an IK target")
+        links.append(link)
+    return _pack(targets, tuple(links))
+
+
+def _pack(targets: Sequence[IKTarget], links: tuple[str, ...]) -> TargetArrays:
+    """The number checks of `check_targets` and the arrays, for links already checked."""
+    positions, quaternions, weights = [], [], []
+    for target, link in zip(targets, links):
         try:
             position = [float(v) for v in target.position]
             quaternion = [float(v) for v in target.wxyz]
@@ -126,13 +134,30 @@ def check_targets(robot, targets: IKTarget | Sequence[IKTarget]) -> TargetArrays
         pair = [float(target.position_weight), float(target.rotation_weight)]
         if not all(math.isfinite(v) and v >= 0 for v in pair) or not any(v > 0 for v in pair):
             raise KinemaError(f"IK target for '{link}': weights must be finite, not negative, and not both zero (got {pair})")
-        links.append(link)
         positions.append(position)
         quaternions.append([v / norm for v in quaternion])
         weights.append(pair)
     return TargetArrays(
-        tuple(links), np.array(positions), np.array([_rotation_matrix(*q) for q in quaternions]), np.array(quaternions), np.array(weights)
+        links, np.array(positions), np.array([_rotation_matrix(*q) for q in quaternions]), np.array(quaternions), np.array(weights)
     )
+
+
+def pack_targets(robot, targets: IKTarget | Sequence[IKTarget], checked_links: dict) -> TargetArrays:
+    """`check_targets` for the every-frame path: a link set that passed the full check once is
+    remembered in `checked_links` (kept per robot by the caller), so later calls check only the
+    numbers. Same checks, same messages, same arrays."""
+    items = (targets,) if isinstance(targets, IKTarget) else targets
+    if not isinstance(items, (tuple, list)) or not items or any(type(t) is not IKTarget for t in items):
+        return check_targets(robot, targets)
+    names = tuple(t.link for t in items)
+    links = checked_links.get(names)
+    if links is None:
+        arrays = check_targets(robot, items)
+        if len(checked_links) > 256:
+            checked_links.clear()
+        checked_links[names] = arrays.links
+        return arrays
+    return _pack(items, links)
 
 
 def _rotation_matrix(w: float, x: float, y: float, z: float) -> list[list[float]]:
@@ -146,6 +171,8 @@ def _rotation_matrix(w: float, x: float, y: float, z: float) -> list[list[float]
 
 def check_start(robot, start) -> np.ndarray:
     start = np.asarray(start, dtype=float)
+    if start.shape == (robot.dof,) and math.isfinite(start.sum()):  # the every-frame case, in one reduction
+        return start
     if start.shape != (robot.dof,):
         raise KinemaError(f"start configuration has shape {start.shape}; robot '{robot.name}' has {robot.dof} joints")
     if not np.all(np.isfinite(start)):
