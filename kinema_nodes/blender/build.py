@@ -351,17 +351,23 @@ def _target_collection(context):
     return collection
 
 
-def import_urdf(context, filepath: str | Path, *, collision: bool = True, bone_length: float | None = None):
-    """Import a URDF (path or bundled/example robot name) as a rig; returns the armature object.
+def import_urdf(context, filepath: str | Path, *, collision: bool = True, bone_length: float | None = None,
+                package_path=None, xacro_args: dict[str, str] | None = None):
+    """Import a robot (URDF, xacro, MJCF, or a robot's name) as a rig; returns the armature object.
 
-    Raises `KinemaError` (one line) and leaves the file as it was when anything is wrong.
+    The rig stores the URDF the robot was built from (for xacro its expansion, for MJCF its
+    conversion), so the saved file never needs the workspace again. `package_path` and
+    `xacro_args` are `load_robot`'s. Raises `KinemaError` (one line) and leaves the file as it
+    was when anything is wrong.
     """
-    robot = load_robot(filepath)
+    robot = load_robot(filepath, package_path=package_path, xacro_args=xacro_args)
     _check_names(robot)
-    try:
-        urdf_text = robot.path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RobotFileError(robot.path, f"cannot read as UTF-8 text: {exc}") from None
+    urdf_text = robot.urdf_text
+    if not urdf_text:
+        try:
+            urdf_text = robot.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RobotFileError(robot.path, f"cannot read as UTF-8 text: {exc}") from None
     rest = link_poses(robot, np.zeros(robot.dof))
     length = float(bone_length) if bone_length else default_bone_length(rest)
     items = geometry_items(robot, collision=collision)

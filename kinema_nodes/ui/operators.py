@@ -7,7 +7,9 @@ user can act on are reported in Blender's report area, never as a traceback.
 import bpy
 from bpy_extras.io_utils import ImportHelper
 
+from . import RigOperator
 from ..blender import rig
+from ..blender.edit import active_rig
 from ..core.errors import KinemaError
 
 
@@ -19,17 +21,29 @@ class KINEMA_OT_import_urdf(bpy.types.Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
 
     filename_ext = ".urdf"
-    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml", options={"HIDDEN"})
+    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xacro;*.xml;*.mjcf", options={"HIDDEN"})
     import_collision: bpy.props.BoolProperty(
         name="Collision Geometry", default=True,
         description="Also import the collision geometry (in a hidden collection)",
     )
+    xacro_args: bpy.props.StringProperty(
+        name="xacro Arguments",
+        description="Arguments of a .xacro file, as name:=value separated by spaces (like the xacro command)",
+    )
+    package_path: bpy.props.StringProperty(
+        name="Package Folder", subtype="DIR_PATH",
+        description="A folder that is, or holds, the ROS packages the robot names (besides the Preferences' folders)",
+    )
 
     def execute(self, context):
         from ..blender.build import import_urdf
+        from ..core.model.xacro import parse_xacro_args
+        from .preferences import package_folders
 
         try:
-            rig_object = import_urdf(context, self.filepath, collision=self.import_collision)
+            folders = package_folders(context) + ([bpy.path.abspath(self.package_path)] if self.package_path.strip() else [])
+            rig_object = import_urdf(context, self.filepath, collision=self.import_collision,
+                                     package_path=folders, xacro_args=parse_xacro_args(self.xacro_args.split()))
         except KinemaError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -41,56 +55,39 @@ class KINEMA_OT_import_urdf(bpy.types.Operator, ImportHelper):
         return {"FINISHED"}
 
 
-def _active_rig(context):
-    obj = context.active_object
-    return obj if rig.is_rig(obj) else None
-
-
-class _RigOperator:
-    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
-
-    @classmethod
-    def poll(cls, context):
-        return _active_rig(context) is not None
-
-
-class KINEMA_OT_key_all_joints(_RigOperator, bpy.types.Operator):
+class KINEMA_OT_key_all_joints(RigOperator, bpy.types.Operator):
     """Keyframe every joint of the active robot at the current frame"""
 
     bl_idname = "kinema.key_all_joints"
     bl_label = "Key All"
 
     def execute(self, context):
-        obj = _active_rig(context)
-        try:
-            robot = rig.robot_for_rig(obj)
-            count = rig.key_joint_values(obj, robot, context.scene.frame_current)
-        except KinemaError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"Keyed {count} joints at frame {context.scene.frame_current}")
-        return {"FINISHED"}
+        obj, frame = active_rig(context), context.scene.frame_current
+
+        def key():
+            return f"Keyed {rig.key_joint_values(obj, rig.robot_for_rig(obj), frame)} joints at frame {frame}"
+
+        return self.reported(key)
 
 
-class KINEMA_OT_reset_joints(_RigOperator, bpy.types.Operator):
+class KINEMA_OT_reset_joints(RigOperator, bpy.types.Operator):
     """Put every joint of the active robot at zero (or the nearest limit when zero is outside it)"""
 
     bl_idname = "kinema.reset_joints"
     bl_label = "Reset to Zero"
 
     def execute(self, context):
-        obj = _active_rig(context)
-        try:
+        obj = active_rig(context)
+
+        def reset():
             robot = rig.robot_for_rig(obj)
             rig.write_joint_values(obj, robot, robot.zero_configuration())
-        except KinemaError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        return {"FINISHED"}
+
+        return self.reported(reset)
 
 
 def _menu_import(self, context):
-    self.layout.operator(KINEMA_OT_import_urdf.bl_idname, text="URDF (.urdf)")
+    self.layout.operator(KINEMA_OT_import_urdf.bl_idname, text="Robot (.urdf, .xacro, MuJoCo .xml)")
 
 
 CLASSES = (KINEMA_OT_import_urdf, KINEMA_OT_key_all_joints, KINEMA_OT_reset_joints)

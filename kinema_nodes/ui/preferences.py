@@ -16,8 +16,15 @@ class KinemaPreferences(bpy.types.AddonPreferences):
         max=10000.0,
     )
 
+    package_folders: bpy.props.StringProperty(
+        name="Package Folders",
+        description="Folders that are, or hold, ROS packages (package:// and $(find) in URDF and xacro files), "
+        "separated by ';'. ROS_PACKAGE_PATH and AMENT_PREFIX_PATH are searched too",
+    )
+
     def draw(self, context):
         self.layout.prop(self, "solve_budget_ms")
+        self.layout.prop(self, "package_folders")
 
 
 CLASSES = (KinemaPreferences,)
@@ -28,3 +35,10 @@ def preferences(context=None):
     context = context or bpy.context
     addon = context.preferences.addons.get(__package__)
     return addon.preferences if addon else None
+
+
+def package_folders(context=None) -> list[str]:
+    """The Preferences' package folders (part of the one package search path), as a list."""
+    prefs = preferences(context)
+    text = getattr(prefs, "package_folders", "") if prefs else ""
+    return [bpy.path.abspath(part.strip()) for part in text.replace("\n", ";").split(";") if part.strip()]

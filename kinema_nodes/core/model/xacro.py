@@ -144,7 +144,8 @@ def expand_xacro(path: str | Path, args: dict[str, str] | None, search: PackageS
 
             if isinstance(cause, ArgException):
                 raise RobotFileError(
-                    path, f"xacro argument '{cause}' has no value and no default; give it with --xacro-arg {cause}:=VALUE"
+                    path, f"xacro argument '{cause}' has no value and no default; give it as {cause}:=VALUE "
+                    "(--xacro-arg, or xacro Arguments in the import dialog)"
                 ) from None
             message = _one_line(str(exc)) or type(exc).__name__
             raise RobotFileError(path, f"xacro could not expand it: {message[:400]}") from None
