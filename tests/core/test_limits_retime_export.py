@@ -197,6 +197,11 @@ def test_rosbag2_read_back_with_rosbags_holds_the_same_positions_and_stamps(ur10
     document = YAML(typ="safe").load(yaml_path.read_text())
     assert document["joint_names"] == robot.actuated_joint_names
     assert np.array_equal(np.array([p["positions"] for p in document["points"]]), trajectory.joints)
+    # the bag's bytes are exactly what rosbags itself serialises for the same message
+    from kinema_nodes.core.export import joint_trajectory_cdr, joint_trajectory_message
+
+    store, reference = joint_trajectory_message(trajectory)
+    assert joint_trajectory_cdr(trajectory) == store.serialize_cdr(reference, "trajectory_msgs/msg/JointTrajectory")
     # a second export replaces the bag whole
     write_ros2(tmp_path / "shot_bag", trajectory, topic="/arm/joint_trajectory")
     assert len(read_ros2(bag, "/arm/joint_trajectory")) == 1
