@@ -97,6 +97,10 @@ def save_blend(bpy, path: str | Path) -> Path:
     return write_with(path, save, "--out", leftovers=("@", "1"))
 
 
+#: Blender writes compressed .blend files in zstd's seekable format; its footer ends with this.
+_SEEKABLE_MAGIC = (0x8F92EAB1).to_bytes(4, "little")
+
+
 def blend_is_whole(path: str | Path) -> bool:
     """True when `path` is a complete .blend: the BLENDER header, and an ENDB block at the end
     (through zstd when compressed). A truncated save fails this."""
@@ -110,6 +114,10 @@ def blend_is_whole(path: str | Path) -> bool:
                     import zstandard
                 except ImportError:
                     return path.stat().st_size > 64  # cannot look inside: trust Blender's own error
+                handle.seek(-4, os.SEEK_END)
+                if handle.read(4) != _SEEKABLE_MAGIC:  # Blender ends its zstd files with a seek table
+                    return False
+                handle.seek(0)
                 tail, first = b"", b""
                 try:
                     reader = zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True)
