@@ -269,6 +269,9 @@ def step_configuration(rig, step: int) -> int:
         raise ValueError("click Find Solutions first")
     index = step_index(len(state["configurations"]), state["index"], step)
     write_joint_values(rig, robot_for_rig(rig), state["configurations"][index].joints)
+    target = first_target(rig)
+    if target is not None:  # the spare joints now settle toward the configuration chosen
+        keep_pose_as_posture(rig, target)
     state["index"] = index
     return index
 

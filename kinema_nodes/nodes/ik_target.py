@@ -76,10 +76,22 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
         switched = self.switched_link(frame)
         if switched and switched in robot.links:
             return switched
-        index = self.link_index
+        index = self.keyed_link_index(frame)
         if 0 < index <= len(robot.links):
             return robot.links[index - 1]
         return self.link_name or robot.tool_point
+
+    def keyed_link_index(self, frame: float | None = None) -> int:
+        """The link index in force at `frame` (default: the scene's): read from its stepped keys
+        when it is keyed, so the answer never lags the frame (or is the un-keyed value)."""
+        from ..blender.animation import node_fcurve
+
+        fcurve = node_fcurve(self, "link_index") if self.id_data.animation_data else None
+        if fcurve is None or not len(fcurve.keyframe_points):
+            return self.link_index
+        if frame is None:
+            frame = bpy.context.scene.frame_current
+        return max(0, int(round(fcurve.evaluate(frame))))
 
     def switched_link(self, frame: float | None = None) -> str | None:
         """The link chosen by a Link Switch node wired into the Link input, if any."""
@@ -108,6 +120,19 @@ def is_link_animated(target) -> bool:
     return node_fcurve(target, "link_index") is not None
 
 
+def _key_choice_before(target, robot, frame: float, scene_start: float) -> None:
+    """The first keyed hand-off also keys the choice the shot had until then (at the scene's
+    start), so the frames before it keep aiming where they did; a lone key would hold its
+    value backwards over the whole shot."""
+    from ..blender.animation import node_fcurve
+    from ..blender.edit import key_target_link
+
+    fcurve = node_fcurve(target, "link_index") if target.id_data.animation_data else None
+    if frame <= scene_start or (fcurve is not None and any(point.co[0] < frame - 1e-6 for point in fcurve.keyframe_points)):
+        return
+    key_target_link(target, robot, target.link_at_frame(robot, frame), scene_start)
+
+
 def switch_target_link(context, rig, target, link: str, key: bool | None = None) -> str:
     """Aim `target` at `link` without a jump: the control is snapped onto the new link's current
     pose first, then the choice is set (and keyed, stepped, when `key` or when the choice is
@@ -121,7 +146,9 @@ def switch_target_link(context, rig, target, link: str, key: bool | None = None)
     if key is None:
         key = is_link_animated(target)
     if key:
-        key_target_link(target, robot, link, context.scene.frame_current)
+        frame = context.scene.frame_current
+        _key_choice_before(target, robot, frame, context.scene.frame_start)
+        key_target_link(target, robot, link, frame)
         keep_pose_as_posture(rig, target, context.scene.frame_current)  # the hand-off settles from here
     else:
         target.link_index = 0

@@ -138,12 +138,26 @@ class KINEMA_OT_key_target_bone(_TargetOperator, bpy.types.Operator):
             self.report({"ERROR"}, "this rig has no IK target")
             return {"CANCELLED"}
         robot = robot_for_rig(active_rig(context))
-        link = target.link_name or robot.tool_point
+        # The choice in force at this frame (a keyed hand-off included), never the un-keyed
+        # Target Bone: keying that here would silently undo the hand-off.
+        link = target.link_at_frame(robot, context.scene.frame_current)
         key_target_link(target, robot, link, context.scene.frame_current)
+        self.report({"INFO"}, f"Keyed Target Bone '{link}' at frame {context.scene.frame_current}")
         return {"FINISHED"}
 
 
 # ---- the panel ---------------------------------------------------------------------------
+
+def target_bone_label(target, robot, frame: float | None = None) -> str:
+    """What the Target Bone field shows: the link in force at the frame (a keyed choice, a Link
+    Switch, else Target Bone, else the tool point), as the solver sees it."""
+    from ..core.errors import KinemaError
+
+    try:
+        return target.link_at_frame(robot, frame)
+    except KinemaError:
+        return target.link_name or "Tool point"
+
 
 class KINEMA_PT_inverse_kinematics(bpy.types.Panel):
     bl_idname = "KINEMA_PT_inverse_kinematics"
@@ -167,6 +181,9 @@ class KINEMA_PT_inverse_kinematics(bpy.types.Panel):
             layout.operator("kinema.add_ik_target", icon="CON_KINEMATIC")
             return
         solver = solver_nodes(tree)[0]
+        from ..blender.rig import robot_for_rig
+
+        robot = robot_for_rig(rig)
         row = layout.row(align=True)
         row.prop(solver, "live", text="Live IK", toggle=True)
         row.prop(solver, "backend", text="")
@@ -175,7 +192,7 @@ class KINEMA_PT_inverse_kinematics(bpy.types.Panel):
             row = box.row(align=True)
             row.label(text="Target Bone")
             # Switching snaps the control onto the new link, so the arm does not jump.
-            row.operator_menu_enum("kinema.switch_target_link_menu", "link", text=target.link_name or "Tool point").target = target.name
+            row.operator_menu_enum("kinema.switch_target_link_menu", "link", text=target_bone_label(target, robot)).target = target.name
             row.operator("kinema.key_target_bone", text="", icon="KEY_HLT").target = target.name
             row = box.row(align=True)
             row.operator("kinema.snap_to_tool", icon="SNAP_ON").target = target.name

@@ -147,3 +147,118 @@ def test_a_frame_is_the_same_pose_forward_backward_and_jumped_to_and_the_bake_ma
     assert results is not None and results[0].report.converged == 30
     baked = results[0].solution.joints
     np.testing.assert_allclose(baked, np.array([forward[f] for f in frames]), atol=1e-6)
+
+
+# ---- item 3: a keyed hand-off replays without a pop ------------------------------------------------
+
+#: Arms for the hand-off: (URDF, tool link). The elbow is the link placed by the 4th chain joint.
+HAND_OFF = {
+    "ur10": ("ur_description/urdf/ur10_robot.urdf", "tool0", [0.3, -1.2, 1.4, -1.6, -1.5, 0.2]),
+    "baxter": ("baxter_description/urdf/baxter.urdf", "left_gripper_base_link", None),
+}
+
+
+def elbow_link(robot, tool):
+    joints = [n for n in robot.chain_joint_names(tool) if not robot.is_prismatic[robot.joint_index(n)]]
+    return robot.joint_by_name[joints[3]].child
+
+
+def author_hand_off(bpy, rig, target, tool, elbow, path):
+    """The manual's loop with a hand-off: key the tool at 1 and 10, hand the goal to the elbow at
+    11 (the control snaps; key it), move and key the elbow at 20, hand back to the tool at 21
+    (key it), move and key the tool at 30. The frames are visited as an animator jumps about."""
+    from kinema_nodes.nodes.ik_target import switch_target_link
+
+    robot = robot_of(rig)
+    scene = bpy.context.scene
+    bone = rig.pose.bones[target.control_bone]
+
+    def key_here():
+        bone.keyframe_insert("location", frame=scene.frame_current)
+        bone.keyframe_insert("rotation_quaternion", frame=scene.frame_current)
+
+    for frame, q, link in ((1, path[0], tool), (10, path[1], tool), (20, path[2], elbow), (30, path[3], tool)):
+        scene.frame_set(frame)
+        if frame in (20, 30):  # the hand-off happens on the frame after the last key before it
+            scene.frame_set(frame - 9)
+            switch_target_link(bpy.context, rig, target, link, key=True)
+            bpy.context.view_layer.update()
+            key_here()
+            scene.frame_set(frame)
+        key_control(bpy, rig, target, {frame: link_pose(robot, q, link)})
+    return scene
+
+
+@pytest.mark.parametrize("name", sorted(HAND_OFF))
+def test_a_keyed_hand_off_replays_without_a_pop(blender, name):
+    bpy = blender
+    from kinema_nodes.blender.baking import bake_tree
+
+    relative, tool, home = HAND_OFF[name]
+    rig = import_rig(bpy, relative)
+    robot = robot_of(rig)
+    home = home_pose(robot) if home is None else np.array(home)
+    pose_rig(bpy, rig, home)
+    tree, target, solver = add_target(bpy, rig, tool)
+    elbow = elbow_link(robot, tool)
+    scene = author_hand_off(bpy, rig, target, tool, elbow, arm_path(robot, tool, home, 4, amplitude=0.2))
+
+    scene.frame_set(30)
+    replay = []
+    for frame in range(1, 31):
+        scene.frame_set(frame)
+        # Between the elbow's keys the control leaves what four joints can reach: the arm
+        # follows as near as it can. On every key it is on target.
+        if frame in (1, 10, 11, 20, 21, 30):
+            assert solver.summary.startswith("converged"), (frame, solver.summary)
+        replay.append(joints_of(rig))
+    q = np.array(replay)
+    steps = np.abs(np.diff(q, axis=0)).max(axis=1)  # steps[i]: frame i+1 -> i+2
+    for switch in (11, 21):
+        bpy.context.scene.frame_set(switch)
+        assert solver.solving_to == (elbow if switch == 11 else tool)
+        into = steps[switch - 2]  # frame switch-1 -> switch
+        neighbours = max(steps[switch - 3], steps[switch - 1])
+        assert into <= neighbours + 1e-6, (switch, into, neighbours)
+    assert steps.max() < 0.5, steps  # and no flip anywhere in the shot
+    solver.live = False
+    results = bake_tree(tree, 1, 30)
+    report = results[0].report
+    assert not set(report.too_fast) & {11, 12, 21, 22}, report.too_fast
+    # The bake's first frame starts from wherever the rig was (a 6-axis answer is unique only to
+    # the solver's tolerance); from there on it is the replay.
+    np.testing.assert_allclose(results[0].solution.joints[0], q[0], atol=1e-4)
+    np.testing.assert_allclose(results[0].solution.joints[1:], q[1:], atol=1e-6)
+
+
+# ---- item 4: Key Target Bone keys the choice in force at the current frame -------------------------
+
+@pytest.mark.parametrize("name", ["ur3", "tiago_pro"])
+def test_key_target_bone_keys_and_shows_the_choice_in_force(blender, name):
+    bpy = blender
+    from kinema_nodes.blender.animation import node_fcurve
+    from kinema_nodes.nodes.ik_target import switch_target_link
+    from kinema_nodes.ui.ik_panel import target_bone_label
+
+    relative, tool = {"ur3": ("ur_description/urdf/ur3_robot.urdf", "tool0"), "tiago_pro": SEVEN_AXIS["tiago_pro"]}[name]
+    rig = import_rig(bpy, relative)
+    robot = robot_of(rig)
+    pose_rig(bpy, rig, home_pose(robot))
+    tree, target, solver = add_target(bpy, rig, tool)
+    elbow = elbow_link(robot, tool)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    switch_target_link(bpy.context, rig, target, tool, key=True)
+    scene.frame_set(10)
+    switch_target_link(bpy.context, rig, target, elbow, key=True)
+    scene.frame_set(20)
+    assert solver.solving_to == elbow
+    assert target_bone_label(target, robot) == elbow  # the field shows the keyed choice, not the un-keyed one
+    assert bpy.ops.kinema.key_target_bone(target=target.name) == {"FINISHED"}
+    fcurve = node_fcurve(target, "link_index")
+    keyed = {int(p.co[0]): robot.links[int(round(p.co[1])) - 1] for p in fcurve.keyframe_points}
+    assert keyed == {1: tool, 10: elbow, 20: elbow}, keyed
+    assert all(p.interpolation == "CONSTANT" for p in fcurve.keyframe_points)
+    for frame, expected in ((5, tool), (15, elbow), (25, elbow)):  # the hand-off still holds
+        scene.frame_set(frame)
+        assert solver.solving_to == expected and target_bone_label(target, robot) == expected

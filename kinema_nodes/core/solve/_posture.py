@@ -101,7 +101,8 @@ def settle_posture(problem: ChainProblem, q: np.ndarray, targets, posture: np.nd
     def distance(x):
         return 0.5 * float(np.sum(_wrapped(anchor - x, problem.continuous) ** 2))
 
-    current, errors, residual, jac = _project(problem, q, targets, used, scale)
+    current = q.copy()
+    errors, residual, jac = problem.residual(current[None], targets.rotations, targets.positions)
     if float(np.max(errors[0])) > DRIFT_LIMIT:
         return q, None, 0, False
     x = current[free].copy()
@@ -122,7 +123,16 @@ def settle_posture(problem: ChainProblem, q: np.ndarray, targets, posture: np.nd
             task, pull = _step(j, r, toward, keep)
         size = float(np.max(np.abs(pull), initial=0.0))
         if size < STEP_TOLERANCE:
+            if iterations == 1:  # already where it settles: leave the answer bit for bit
+                return q, errors[0], 0, True
             break
+        if iterations == 1:
+            # Meet the targets exactly first, so that the distance test below compares pulls,
+            # not the solver's tolerance.
+            current, errors, residual, jac = _project(problem, current, targets, used, scale)
+            x = current[free].copy()
+            far = distance(x)
+            continue
         accepted = False
         while fraction >= MIN_FRACTION:
             step = fraction * pull
