@@ -3,7 +3,7 @@
 import bpy
 from bl_ui import node_add_menu
 
-from .core.graph.registry import BY_IDNAME, CATEGORIES as MENU_CATEGORIES, SOCKET_TYPES, in_category
+from .core.graph.registry import BY_IDNAME, BY_KIND, CATEGORIES as MENU_CATEGORIES, SOCKET_TYPES, in_category
 
 TREE_IDNAME = "KinemaNodeTree"
 
@@ -49,7 +49,18 @@ SOCKETS = (
 
 
 class KinemaTreeNode:
-    """Mix-in for every Kinema node: only in Kinema trees; shows its error; returns a spec."""
+    """Mix-in for every Kinema node: only in Kinema trees; shows its error; returns a spec.
+
+    A node class names its `kind`; its Blender name, label and sockets come from the node
+    registry (core/graph/registry.py)."""
+
+    kind = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        entry = BY_KIND.get(cls.kind)
+        if entry is not None:
+            cls.bl_idname, cls.bl_label = entry.bl_idname, entry.label
 
     kinema_error: bpy.props.StringProperty(name="Error", description="Why this node cannot run")
     kinema_note: bpy.props.StringProperty(name="Note", description="What this node does for now")

@@ -8,7 +8,6 @@ import json
 
 import bpy
 
-from ..core.graph.registry import BY_KIND
 from ..tree import property_changed
 from .solution_node import SolutionNode
 
@@ -17,8 +16,6 @@ class KinemaBakeNode(SolutionNode, bpy.types.Node):
     """Solves every frame of a range and keys the joints"""
 
     kind = "bake"
-    bl_idname = BY_KIND[kind].bl_idname
-    bl_label = BY_KIND[kind].label
     bl_icon = "KEYFRAME"
     settings = ("frame_start", "frame_end")
 

@@ -2,7 +2,6 @@
 
 import bpy
 
-from ..core.graph.registry import BY_KIND
 from ..tree import property_changed
 from .solution_node import SolutionNode
 
@@ -11,8 +10,6 @@ class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
     """Chooses among the distinct ways the arm can reach the pose"""
 
     kind = "configuration"
-    bl_idname = BY_KIND[kind].bl_idname
-    bl_label = BY_KIND[kind].label
     bl_icon = "MOD_ARRAY"
     frame_settings = ("configuration_index",)
 

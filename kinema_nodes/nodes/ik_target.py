@@ -2,7 +2,6 @@
 
 import bpy
 
-from ..core.graph.registry import BY_KIND
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
@@ -18,8 +17,6 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
     """Aims a link of the robot at a control: a pose bone or any object"""
 
     kind = "ik_target"
-    bl_idname = BY_KIND[kind].bl_idname
-    bl_label = BY_KIND[kind].label
     bl_icon = "CON_KINEMATIC"
 
     control_object: bpy.props.PointerProperty(name="Control", type=bpy.types.Object, update=_control_changed,

@@ -8,7 +8,6 @@ in between.
 
 import bpy
 
-from ..core.graph.registry import BY_KIND
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
@@ -27,8 +26,6 @@ class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
     """Chooses which link an IK Target aims at, by frame ranges or by a driven value"""
 
     kind = "link_switch"
-    bl_idname = BY_KIND[kind].bl_idname
-    bl_label = BY_KIND[kind].label
     bl_icon = "LINKED"
 
     mode: bpy.props.EnumProperty(name="By", items=MODE_ITEMS, default="FRAME", update=property_changed)

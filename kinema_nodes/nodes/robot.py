@@ -2,7 +2,6 @@
 
 import bpy
 
-from ..core.graph.registry import BY_KIND
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
@@ -28,8 +27,6 @@ class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
     """The robot rig this graph drives"""
 
     kind = "robot"
-    bl_idname = BY_KIND[kind].bl_idname
-    bl_label = BY_KIND[kind].label
     bl_icon = "ARMATURE_DATA"
 
     rig: bpy.props.PointerProperty(name="Rig", type=bpy.types.Object, poll=_is_armature, update=property_changed,

@@ -9,7 +9,6 @@ class SolutionNode(KinemaTreeNode):
     """A node after the solver. `settings` are structural (in the spec); `frame_settings` are
     read every frame (keyable, drivable) and handed to the node's stage as `values`."""
 
-    kind = ""
     settings: tuple[str, ...] = ()
     frame_settings: tuple[str, ...] = ()
 

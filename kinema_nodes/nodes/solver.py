@@ -3,7 +3,6 @@
 import bpy
 
 from ..core.defaults import DEFAULT_SOLVE_BUDGET_MS
-from ..core.graph.registry import BY_KIND
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
@@ -29,8 +28,6 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     """Solves one or more IK Targets jointly (dual arm, hands and feet) and writes the rig"""
 
     kind = "solver"
-    bl_idname = BY_KIND[kind].bl_idname
-    bl_label = BY_KIND[kind].label
     bl_icon = "SETTINGS"
 
     backend: bpy.props.EnumProperty(name="Solver", items=BACKEND_ITEMS, default="PYROKI", update=property_changed)

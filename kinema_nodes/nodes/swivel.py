@@ -9,7 +9,6 @@ that runs the graph.
 
 import bpy
 
-from ..core.graph.registry import BY_KIND
 from ..tree import property_changed
 from .solution_node import SolutionNode
 
@@ -22,8 +21,6 @@ class KinemaSwivelNode(SolutionNode, bpy.types.Node):
     """Swings the elbow around the shoulder-to-wrist line while the tool holds its pose"""
 
     kind = "swivel"
-    bl_idname = BY_KIND[kind].bl_idname
-    bl_label = BY_KIND[kind].label
     bl_icon = "DRIVER_ROTATIONAL_DIFFERENCE"
     frame_settings = ("swivel_angle",)
 

@@ -1,1 +1,41 @@
-"""ui"""
+"""ui: the sidebar panels, operators and preferences the user clicks.
+
+Thin by rule: a button calls blender/edit.py (or another blender/ module) and a panel draws
+what they return; nothing here computes a number or solves. Nothing outside ui/ imports it;
+the add-on's register() loads its modules (BLENDER_MODULES).
+"""
+
+
+class SidebarPanel:
+    """Mix-in for a panel in the Kinema tab of the 3D viewport's sidebar."""
+
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Kinema"
+
+
+class RigOperator:
+    """Mix-in for an operator on the active robot rig: one undo step takes it all back, and an
+    error the user can act on goes to Blender's report area, never a traceback."""
+
+    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
+
+    @classmethod
+    def poll(cls, context):
+        from ..blender.edit import active_rig
+
+        return active_rig(context) is not None
+
+    def reported(self, work, errors: tuple = ()) -> set[str]:
+        """Run `work()` (it may return its info line): {"FINISHED"}, or {"CANCELLED"} with the
+        message when it raises a KinemaError, a ValueError or one of `errors`."""
+        from ..core.errors import KinemaError
+
+        try:
+            message = work()
+        except (KinemaError, ValueError, *errors) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if isinstance(message, str) and message:
+            self.report({"INFO"}, message)
+        return {"FINISHED"}

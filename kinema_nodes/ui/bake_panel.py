@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bpy
 
+from . import SidebarPanel
 from ..blender import baking
 from .ik_panel import KINEMA_PT_inverse_kinematics
 from ..blender.edit import active_rig, rig_tree, target_nodes
@@ -139,12 +140,9 @@ class KINEMA_OT_bake(bpy.types.Operator):
         wm.progress_end()
 
 
-class KINEMA_PT_bake(bpy.types.Panel):
+class KINEMA_PT_bake(SidebarPanel, bpy.types.Panel):
     bl_idname = "KINEMA_PT_bake"
     bl_label = "Bake to Keyframes"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Kinema"
     bl_parent_id = KINEMA_PT_inverse_kinematics.bl_idname
     bl_options = {"DEFAULT_CLOSED"}  # noqa: RUF012 -- Blender reads a set
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bpy
 
+from . import RigOperator, SidebarPanel
 from .. import evaluator
 from ..blender.edit import active_rig, add_ik_target, key_target_link, remove_ik_target, rig_tree, snap_to_tool, solver_nodes, target_nodes
 
@@ -17,15 +18,7 @@ from ..blender.edit import active_rig, add_ik_target, key_target_link, remove_ik
 
 # ---- operators ---------------------------------------------------------------------------
 
-class _RigOperator:
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return active_rig(context) is not None
-
-
-class KINEMA_OT_add_ik_target(_RigOperator, bpy.types.Operator):
+class KINEMA_OT_add_ik_target(RigOperator, bpy.types.Operator):
     """Add a control at the tool point and let the solver drive the arm from it"""
 
     bl_idname = "kinema.add_ik_target"
@@ -58,7 +51,7 @@ class KINEMA_OT_add_ik_target(_RigOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class _TargetOperator(_RigOperator):
+class _TargetOperator(RigOperator):
     target: bpy.props.StringProperty(name="Target", description="IK Target node (default: the rig's first)")
 
     def target_node(self, context):
@@ -71,6 +64,14 @@ class _TargetOperator(_RigOperator):
             return next((t for t in targets if t.name == self.target), None)
         return targets[0] if targets else None
 
+    def on_target(self, context, work) -> set[str]:
+        """`reported(work(target))` on the operator's IK Target; an error when the rig has none."""
+        target = self.target_node(context)
+        if target is None:
+            self.report({"ERROR"}, "this rig has no IK target")
+            return {"CANCELLED"}
+        return self.reported(lambda: work(target))
+
 
 class KINEMA_OT_snap_to_tool(_TargetOperator, bpy.types.Operator):
     """Jump the IK target back onto the tool's current position"""
@@ -79,12 +80,7 @@ class KINEMA_OT_snap_to_tool(_TargetOperator, bpy.types.Operator):
     bl_label = "Snap to Tool"
 
     def execute(self, context):
-        target = self.target_node(context)
-        if target is None:
-            self.report({"ERROR"}, "this rig has no IK target")
-            return {"CANCELLED"}
-        snap_to_tool(active_rig(context), target)
-        return {"FINISHED"}
+        return self.on_target(context, lambda target: snap_to_tool(active_rig(context), target))
 
 
 class KINEMA_OT_remove_ik_target(_TargetOperator, bpy.types.Operator):
@@ -94,15 +90,10 @@ class KINEMA_OT_remove_ik_target(_TargetOperator, bpy.types.Operator):
     bl_label = "Remove IK Target"
 
     def execute(self, context):
-        target = self.target_node(context)
-        if target is None:
-            self.report({"ERROR"}, "this rig has no IK target")
-            return {"CANCELLED"}
-        remove_ik_target(context, active_rig(context), target)
-        return {"FINISHED"}
+        return self.on_target(context, lambda target: remove_ik_target(context, active_rig(context), target))
 
 
-class KINEMA_OT_resume_live(_RigOperator, bpy.types.Operator):
+class KINEMA_OT_resume_live(RigOperator, bpy.types.Operator):
     """Resume live updates after a solve went over budget"""
 
     bl_idname = "kinema.resume_live"
@@ -159,12 +150,9 @@ def target_bone_label(target, robot, frame: float | None = None) -> str:
         return target.link_name or "Tool point"
 
 
-class KINEMA_PT_inverse_kinematics(bpy.types.Panel):
+class KINEMA_PT_inverse_kinematics(SidebarPanel, bpy.types.Panel):
     bl_idname = "KINEMA_PT_inverse_kinematics"
     bl_label = "Inverse Kinematics"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Kinema"
 
     @classmethod
     def poll(cls, context):

@@ -11,27 +11,24 @@ from __future__ import annotations
 
 import bpy
 
+from . import RigOperator, SidebarPanel
 from ..blender.edit import active_rig, rig_tree, solver_nodes, target_nodes
 from ..blender.edit import found_solutions, first_target, add_elbow_swivel, find_solutions, step_configuration, swivel_nodes
 
 PANEL = "KINEMA_PT_inverse_kinematics"
 
-#: Found configurations per rig name: {"configurations": [...], "index": int, "link": str}.
-#: UI state only (not saved with the file): Find Solutions again after reopening.
 
-
-# ---- Elbow Swivel ----------------------------------------------------------------------
+def _has_target(context) -> bool:
+    rig = active_rig(context)
+    return rig is not None and first_target(rig) is not None
 
 
 # ---- operators -------------------------------------------------------------------------
 
-class _SectionOperator:
-    bl_options = {"REGISTER", "UNDO"}
-
+class _SectionOperator(RigOperator):
     @classmethod
     def poll(cls, context):
-        rig = active_rig(context)
-        return rig is not None and first_target(rig) is not None
+        return _has_target(context)
 
 
 class KINEMA_OT_find_solutions(_SectionOperator, bpy.types.Operator):
@@ -44,18 +41,16 @@ class KINEMA_OT_find_solutions(_SectionOperator, bpy.types.Operator):
         window = context.window
         if window is not None:
             window.cursor_modal_set("WAIT")
+
+        def find():
+            count = len(find_solutions(context, active_rig(context))["configurations"])
+            return f"{count} configuration{'s' if count != 1 else ''} reach the target" if count else "no configuration reaches the target"
+
         try:
-            state = find_solutions(context, active_rig(context))
-        except ValueError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
+            return self.reported(find)
         finally:
             if window is not None:
                 window.cursor_modal_restore()
-        count = len(state["configurations"])
-        self.report({"INFO"}, f"{count} configuration{'s' if count != 1 else ''} reach the target" if count
-                    else "no configuration reaches the target")
-        return {"FINISHED"}
 
 
 class KINEMA_OT_step_configuration(_SectionOperator, bpy.types.Operator):
@@ -67,12 +62,7 @@ class KINEMA_OT_step_configuration(_SectionOperator, bpy.types.Operator):
     step: bpy.props.IntProperty(name="Step", default=1)
 
     def execute(self, context):
-        try:
-            step_configuration(active_rig(context), self.step)
-        except ValueError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        return {"FINISHED"}
+        return self.reported(lambda: step_configuration(active_rig(context), self.step))
 
 
 class KINEMA_OT_add_elbow_swivel(_SectionOperator, bpy.types.Operator):
@@ -82,30 +72,18 @@ class KINEMA_OT_add_elbow_swivel(_SectionOperator, bpy.types.Operator):
     bl_label = "Add Elbow Swivel"
 
     def execute(self, context):
-        from ..core.errors import KinemaError
-
-        try:
-            _node, bone = add_elbow_swivel(context, active_rig(context))
-        except (ValueError, KinemaError) as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"Elbow swivel ring '{bone}'")
-        return {"FINISHED"}
+        return self.reported(lambda: f"Elbow swivel ring '{add_elbow_swivel(context, active_rig(context))[1]}'")
 
 
 # ---- panels ----------------------------------------------------------------------------
 
-class _Section:
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Kinema"
+class _Section(SidebarPanel):
     bl_parent_id = PANEL
-    bl_options = {"DEFAULT_CLOSED"}
+    bl_options = {"DEFAULT_CLOSED"}  # noqa: RUF012 -- Blender reads a set
 
     @classmethod
     def poll(cls, context):
-        rig = active_rig(context)
-        return rig is not None and first_target(rig) is not None
+        return _has_target(context)
 
 
 class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):

@@ -9,6 +9,7 @@ import math
 
 import bpy
 
+from . import SidebarPanel
 from ..blender import rig
 
 
@@ -20,12 +21,9 @@ def _limits_text(settings) -> str:
     return f"{math.degrees(settings.lower):.0f} .. {math.degrees(settings.upper):.0f}°"
 
 
-class KINEMA_PT_robot(bpy.types.Panel):
+class KINEMA_PT_robot(SidebarPanel, bpy.types.Panel):
     bl_idname = "KINEMA_PT_robot"
     bl_label = "Robot"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Kinema"
 
     def draw(self, context):
         layout = self.layout
@@ -38,12 +36,9 @@ class KINEMA_PT_robot(bpy.types.Panel):
             column.label(text=f"Tool point: {settings.tool_point}", icon="EMPTY_ARROWS")
 
 
-class KINEMA_PT_joints(bpy.types.Panel):
+class KINEMA_PT_joints(SidebarPanel, bpy.types.Panel):
     bl_idname = "KINEMA_PT_joints"
     bl_label = "Joints"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Kinema"
 
     @classmethod
     def poll(cls, context):

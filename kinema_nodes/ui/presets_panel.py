@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bpy
 
+from . import SidebarPanel
 from .. import evaluator
 from ..core.presets import (
     PresetError,
@@ -164,12 +165,9 @@ class KINEMA_OT_role_override_remove(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class KINEMA_PT_presets(bpy.types.Panel):
+class KINEMA_PT_presets(SidebarPanel, bpy.types.Panel):
     bl_idname = "KINEMA_PT_presets"
     bl_label = "Presets"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Kinema"
     bl_parent_id = KINEMA_PT_inverse_kinematics.bl_idname
     bl_options = {"DEFAULT_CLOSED"}
 
