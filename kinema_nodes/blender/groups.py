@@ -281,11 +281,13 @@ def _socket(sockets, identifier: str):
     return next(s for s in sockets if s.identifier == identifier)
 
 
-def group_nodes(tree, nodes, name: str = "Kinema Group"):
+def group_nodes(tree, nodes, name: str = "Kinema Group", strip_prefix: str = ""):
     """Move `nodes` of `tree` into a new group tree and put a Group node in their place.
 
     Links that crossed the selection become the group's inputs (one per outside socket that
-    fed it) and outputs (one per inside socket that fed the outside). Returns the Group node.
+    fed it) and outputs (one per inside socket that fed the outside); keys and drivers move
+    with their nodes. Inside the group a node's name loses `strip_prefix` (a preset rebuilding
+    "Arm/IK Target" as "IK Target" in group "Arm"). Returns the Group node.
     """
     nodes = [n for n in nodes if n.bl_idname not in _INTERFACE_NODES]
     if not nodes:
@@ -297,7 +299,7 @@ def group_nodes(tree, nodes, name: str = "Kinema Group"):
     for node in nodes:
         copy = group.nodes.new(node.bl_idname)
         copy_node_settings(node, copy)
-        copy.name = node.name
+        copy.name = node.name[len(strip_prefix):] if strip_prefix and node.name.startswith(strip_prefix) else node.name
         copy.location = node.location.copy()
         if copy.bl_idname == GROUP_IDNAME:
             sync_sockets(copy)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 import bpy
@@ -183,8 +184,10 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
     tree.use_fake_user = True
     rig.kinema_tree = tree
     _tidy_bone_names(rig, tree, made_bones)
+    from .groups import node_by_path
+
     for node_name, value in live.items():
-        tree.nodes[node_name].live = value
+        node_by_path(tree, node_name).live = value
     evaluator.mark_dirty(tree)
     return tree
 
@@ -211,7 +214,9 @@ def _tidy_bone_names(rig, tree, names: list[str]) -> None:
         if bone is None or plain == bone_name or plain in rig.data.bones:
             continue
         bone.name = plain
-        for node in tree.nodes:
+        from .groups import all_nodes
+
+        for node in all_nodes(tree):
             if kind_of(node) == "ik_target" and node.control_bone == bone_name:
                 node.control_bone = plain
 
@@ -264,6 +269,8 @@ def _fill_tree(context, rig, robot, plan: BoundPreset, tree, overrides, backend,
             key_target_link(target, robot, link, frame)
         _show_keyed_value(target, context.scene.frame_current)
     _hold_swivel(plan, made, rig, robot)
+    _key_hand_offs(context, plan, made, rig, robot)
+    live = _rebuild_groups(tree, plan, live)
     return live
 
 
@@ -326,16 +333,103 @@ def _hold_swivel(plan: BoundPreset, made: dict, rig, robot) -> None:
         return
     spec = plan.spec
     for node in spec.of_kind("swivel"):
-        if "swivel_angle" in plan.values.get(node.name, {}) or not hasattr(made[node.name], "swivel_angle"):
+        values = plan.values.get(node.name, {})
+        if "swivel_angle" in values or not hasattr(made[node.name], "swivel_angle"):
+            continue  # an absolute angle (presets from before offsets) is set as it is
+        current = arm_swivel(spec, node.name, robot, read_joint_values(rig, robot), has_spare_joint, swivel_angle)
+        if current is not None:
+            made[node.name].swivel_angle = current + float(values.get("swivel_offset", 0.0))
+
+
+def arm_swivel(spec, swivel_node: str, robot, joints, has_spare_joint=None, swivel_angle=None) -> float | None:
+    """The swivel angle of the arm a Swivel node turns (the first target of the Solver feeding
+    it whose arm has a spare joint), for `joints`; None when there is none."""
+    if has_spare_joint is None:
+        from ..core.stages.swivel import has_spare_joint, swivel_angle
+    solver = next((link.from_node for link in spec.inputs(swivel_node, "Solution")), None)
+    if solver is None or spec.node(solver).kind != "solver":
+        return None
+    held = robot.held_joints(bool(spec.node(solver).get("hold_prismatic", True)))
+    for link in spec.inputs(solver, "Targets"):
+        aimed = spec.node(link.from_node).get("link") or robot.tool_point
+        if aimed in robot.links and has_spare_joint(robot, aimed, held):
+            return float(swivel_angle(robot, aimed, joints, held))
+    return None
+
+
+def _hand_offs(plan: BoundPreset, target: str) -> list[tuple[float, str, str]]:
+    """(frame, link before, link from then on) of each hand-off of a target: its keyed link
+    choice, or a Link Switch by frame feeding it."""
+    from ..core.graph.program import link_switch
+
+    rows = sorted(plan.link_keys.get(target, ()))
+    if not rows:
+        for link in plan.spec.inputs(target, "Link"):
+            source = plan.spec.node(link.from_node)
+            if source.kind == "link_switch" and source.get("mode", "frame") == "frame":
+                choose = link_switch(source)
+                rows = [(float(first), choose(float(first))) for first, _ in sorted(source.get("ranges") or ())]
+    return [(frame, before, after) for (_, before), (frame, after) in zip(rows, rows[1:]) if before != after]
+
+
+def _key_hand_offs(context, plan: BoundPreset, made: dict, rig, robot) -> None:
+    """At each hand-off of a target with a control, key the control on the link handed from
+    (the frame before) and on the link handed to (the frame of the switch), both where they are
+    now: a preset applied and played moves continuously, never pulling the new link onto the
+    old one's pose (and the solve after the switch settles toward this pose)."""
+    from ..core.model.kinematics import link_pose
+    from mathutils import Matrix
+
+    from .rig import read_joint_values
+
+    def _matrix(array):
+        return Matrix([list(row) for row in array])
+
+    joints = read_joint_values(rig, robot)
+    for name in plan.controls:
+        target = made[name]
+        bone = rig.pose.bones.get(target.control_bone)
+        hand_offs = _hand_offs(plan, name)
+        if bone is None or not hand_offs:
             continue
-        solver = next((link.from_node for link in spec.inputs(node.name, "Solution")), None)
-        targets = [spec.node(link.from_node) for link in spec.inputs(solver, "Targets")] if solver else []
-        held = robot.held_joints(bool(spec.node(solver).get("hold_prismatic", True)) if solver else True)
-        for target in targets:
-            link = target.get("link") or robot.tool_point
-            if has_spare_joint(robot, link, held):
-                made[node.name].swivel_angle = float(swivel_angle(robot, link, read_joint_values(rig, robot), held))
-                break
+        rotation = "rotation_quaternion" if bone.rotation_mode == "QUATERNION" else "rotation_euler"
+        for frame, before, after in hand_offs:
+            for at, link in ((frame - 1, before), (frame, after)):
+                bone.matrix = _matrix(link_pose(robot, joints, link))
+                bone.keyframe_insert("location", frame=at)
+                bone.keyframe_insert(rotation, frame=at)
+            try:
+                from .edit import keep_pose_as_posture
+            except ImportError:
+                continue
+            keep_pose_as_posture(rig, target, frame)
+        now = _link_now(plan, name, context.scene.frame_current) or target.link_name or robot.tool_point
+        bone.matrix = _matrix(link_pose(robot, joints, now))
+
+
+def _rebuild_groups(tree, plan: BoundPreset, live: dict) -> dict:
+    """Put the preset's node groups back (innermost first): the nodes named "<path>/..." move
+    into a group tree and a Group node named <path> takes their place. Two groups of one tree
+    become two users of one group. Returns `live` with its solvers' paths unchanged."""
+    from .groups import group_nodes
+
+    made_trees: dict[str, object] = {}
+    for group in sorted(plan.groups, key=lambda g: -g["node"].count("/")):
+        prefix = group["node"] + "/"
+        inner = [n for n in tree.nodes if n.name.startswith(prefix) and "/" not in n.name[len(prefix):]]
+        if not inner:
+            continue
+        node = group_nodes(tree, inner, name=group["tree"], strip_prefix=prefix)
+        node.name = group["node"]
+        first = made_trees.get(group["tree"])
+        if first is None:
+            made_trees[group["tree"]] = node.node_tree
+        elif [(s.name, s.bl_idname) for s in first.interface.items_tree] == \
+                [(s.name, s.bl_idname) for s in node.node_tree.interface.items_tree]:
+            duplicate = node.node_tree
+            node.node_tree = first
+            bpy.data.node_groups.remove(duplicate)
+    return live
 
 
 def apply_preset(context, rig, name_or_path: str | Path, backend: str | None = None):
@@ -389,18 +483,41 @@ def preset_from_tree(tree, rig, name: str, description: str = "") -> Preset:
     if not spec.nodes:
         raise PresetError(f"tree '{tree.name}' has no nodes to save")
     values, link_keys = {}, {}
+    from .rig import read_joint_values
+
+    joints = read_joint_values(rig, robot)
     for node_spec in spec.nodes:
         node = node_by_path(tree, node_spec.name)
         if node is None:
             continue
         if hasattr(node, "frame_values") and node.frame_values():
-            values[node_spec.name] = node.frame_values()
+            values[node_spec.name] = dict(node.frame_values())
+            current = arm_swivel(spec, node_spec.name, robot, joints) if node_spec.kind == "swivel" else None
+            if current is not None and "swivel_angle" in values[node_spec.name]:
+                # Relative to the arm's own swivel: saved unchanged, re-applied, nothing moves.
+                offset = (values[node_spec.name].pop("swivel_angle") - current + math.pi) % (2 * math.pi) - math.pi
+                values[node_spec.name]["swivel_offset"] = float(f"{offset:.7g}")
         if node_spec.kind == "ik_target":
             keys = _link_keys(node, robot)
             if keys:
                 link_keys[node_spec.name] = keys
     binding = resolve_roles(robot, role_overrides(rig))
-    return make_preset(spec, binding, name, description, values=values, link_keys=link_keys)
+    return make_preset(spec, binding, name, description, values=values, link_keys=link_keys, groups=_groups_of(tree))
+
+
+def _groups_of(tree, prefix: str = "", depth: int = 0) -> list[dict]:
+    """{"node": path, "tree": group name} for every Group node of `tree` and of its groups."""
+    from ..nodes.group import GROUP_IDNAME
+    from .groups import MAX_DEPTH
+
+    found = []
+    for node in tree.nodes:
+        inner = node.node_tree if node.bl_idname == GROUP_IDNAME else None
+        if inner is None or depth > MAX_DEPTH:
+            continue
+        found.append({"node": prefix + node.name, "tree": inner.name})
+        found.extend(_groups_of(inner, f"{prefix}{node.name}/", depth + 1))
+    return found
 
 
 def save_tree_as_preset(tree, rig, name: str, description: str = "", folder: Path | None = None,

@@ -31,6 +31,12 @@ A preset is a JSON file::
 - ``requires`` (optional): roles the preset needs even where no node names them (an arm on a
   rail needs the rail), and the fewest revolute joints the arm must have (an elbow swivel
   needs seven).
+- ``values.swivel_offset`` (an Elbow Swivel): the angle relative to the arm's own swivel when
+  the preset was saved, so applying it to an arm where it was saved unchanged moves nothing.
+- ``groups`` (optional): node groups, each ``{"node": "<path>", "tree": "<group name>"}``. The
+  nodes are listed flattened, named by their path inside the group ("Arm/IK Target"); applying
+  the preset builds the group again (innermost first) and puts a Group node named ``<path>`` in
+  its place. Two entries with one tree are one group used twice.
 
 `bind` resolves every role against one robot and returns the concrete plan, or the roles it
 could not bind with the reason for each; the Blender side (`presets_ui`) builds nothing unless
@@ -85,6 +91,7 @@ class Preset:
     links: tuple[tuple[str, str, str, str], ...]
     path: Path | None = None
     requires: dict = field(default_factory=dict)
+    groups: tuple[dict, ...] = ()
 
     @property
     def roles(self) -> list[str]:
@@ -98,6 +105,8 @@ class Preset:
                 "nodes": [dict(n) for n in self.nodes], "links": [list(link) for link in self.links]}
         if self.requires:
             data["requires"] = dict(self.requires)
+        if self.groups:
+            data["groups"] = [dict(g) for g in self.groups]
         return data
 
 
@@ -112,6 +121,7 @@ class BoundPreset:
     controls: tuple[str, ...] = ()  # IK Target nodes that get a new control bone
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
     link_keys: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+    groups: tuple[dict, ...] = ()
 
 
 def _collect_roles(value: Any, found: set[str]) -> None:
@@ -191,8 +201,16 @@ def preset_from_json(data: Any, source: str = "<preset>", path: Path | None = No
     unknown = sorted(found - set(ROLES))
     if unknown:
         fail(f"unknown role(s) {', '.join(unknown)} (known: {', '.join(ROLES)})")
+    groups = data.get("groups", [])
+    if not isinstance(groups, list) or not all(
+            isinstance(g, dict) and set(g) == {"node", "tree"} and all(isinstance(v, str) and v for v in g.values())
+            for g in groups):
+        fail("'groups' must be a list of {\"node\": \"<path>\", \"tree\": \"<group name>\"}")
+    for group in groups:
+        if not any(n["name"].startswith(group["node"] + "/") for n in nodes):
+            fail(f"group '{group['node']}' has no nodes (they are named '{group['node']}/<node>')")
     return Preset(name.strip(), str(data.get("description", "")), tuple(nodes), tuple(tuple(x) for x in links), path,
-                  dict(requires))
+                  dict(requires), tuple(dict(g) for g in groups))
 
 
 def load_preset(path: str | Path) -> Preset:
@@ -324,7 +342,7 @@ def _link_reference(link: str, binding: RoleBinding) -> dict:
 
 def make_preset(spec: GraphSpec, binding: RoleBinding, name: str, description: str = "",
                 controls: tuple[str, ...] | None = None, values: dict[str, dict] | None = None,
-                link_keys: dict[str, list[tuple[float, str]]] | None = None) -> Preset:
+                link_keys: dict[str, list[tuple[float, str]]] | None = None, groups: list[dict] | None = None) -> Preset:
     """A preset from a graph built on one robot: every link becomes the role it fills there.
 
     An IK Target with no link aims at the tool point (saved as that role). `controls` lists
@@ -356,8 +374,11 @@ def make_preset(spec: GraphSpec, binding: RoleBinding, name: str, description: s
             entry["keys"] = {"link": [[float(f), _link_reference(link, binding)] for f, link in link_keys[node.name]]}
         nodes.append(entry)
     links = tuple((x.from_node, x.from_socket, x.to_node, x.to_socket) for x in spec.links)
-    return preset_from_json({"kinema_preset": FORMAT_VERSION, "name": name, "description": description,
-                             "nodes": nodes, "links": [list(x) for x in links]}, name)
+    data = {"kinema_preset": FORMAT_VERSION, "name": name, "description": description,
+            "nodes": nodes, "links": [list(x) for x in links]}
+    if groups:
+        data["groups"] = [dict(g) for g in groups]
+    return preset_from_json(data, name)
 
 
 def bind(preset: Preset, robot: RobotModel, overrides: dict[str, str] | None = None) -> tuple[BoundPreset | None, dict[str, str]]:
@@ -393,7 +414,8 @@ def bind(preset: Preset, robot: RobotModel, overrides: dict[str, str] | None = N
     if wanted_joints:
         have = len(arm_joints(robot, binding.link("tool_point")))
         if have < wanted_joints:
-            unbound["arm"] = f"needs an arm with {wanted_joints} revolute joints; '{robot.name}' has {have}"
+            unbound["arm"] = (f"needs an arm with {wanted_joints} revolute joints; '{robot.name}' has {have} "
+                              "(joints of its torso and gripper do not count)")
     nodes, controls, values, link_keys = [], [], {}, {}
     for node in preset.nodes:
         params = {k: _freeze(resolve(v)) for k, v in node.get("params", {}).items()}
@@ -408,11 +430,21 @@ def bind(preset: Preset, robot: RobotModel, overrides: dict[str, str] | None = N
     if unbound:
         return None, unbound
     spec = GraphSpec(tuple(nodes), tuple(LinkSpec(*link) for link in preset.links))
-    return BoundPreset(preset, spec, binding, tuple(controls), values, link_keys), {}
+    return BoundPreset(preset, spec, binding, tuple(controls), values, link_keys, preset.groups), {}
 
 
 def describe_unbound(preset: Preset, robot_name: str, unbound: dict[str, str]) -> str:
     """One line: which roles could not bind and why, and how to fix it."""
     parts = "; ".join(f"{role.replace('_', ' ')}: {why}" for role, why in unbound.items())
+    hints = []
+    if set(unbound) - {"arm"}:
+        hints.append("set the role by hand on the Robot node (Roles)")
+    if "arm" in unbound:
+        # No role setting adds a joint: say what would work instead.
+        wanted = int(preset.requires.get("arm_joints", 0))
+        hints.append(f"apply it to an arm with {wanted} revolute joints (a 7-axis arm such as a Panda, an xArm7 or a Sawyer), "
+                     "or, on this robot, use a preset that needs no spare joint ('Reach with the tool', "
+                     "'Hand-off between two links')" if wanted >= 7 else f"apply it to an arm with {wanted} revolute joints")
+    hint = "; or ".join(hints) if len(hints) > 1 else (hints[0] if hints else "choose another preset")
     return (f"preset '{preset.name}' cannot be applied to '{robot_name}': it could not bind {parts}. "
-            "Set the role by hand on the Robot node (Roles), or choose another preset. Nothing was changed.")
+            f"{hint[0].upper()}{hint[1:]}. Nothing was changed.")

@@ -412,7 +412,7 @@ def test_shipped_elbow_swivel_preset_on_arm7(blender, presets_folder):
     tree = _apply(bpy, rig, "7-DoF arm with elbow swivel")
     (target,), (solver,), (swivel,) = (_nodes(tree, t) for t in ("KinemaIKTargetNode", "KinemaSolverNode", "KinemaSwivelNode"))
     assert swivel.inputs["Solution"].links[0].from_node == solver
-    assert target.link_name == "fingertip_tcp"
+    assert target.link_name == "flange"  # the tool point is never a finger (#12)
     _settle(bpy)
     assert np.abs(_joints(rig) - np.array(ARM7)).max() <= 1e-6
     _controls_to(bpy, rig, [target], _moved(_robot(rig), np.array(ARM7), np.random.default_rng(2), 0.1))
