@@ -210,7 +210,8 @@ def draw_limits_report(path: str | Path, report, joints, retimed=None, title: st
     except TypeError:  # Pillow < 10.1
         font = small = ImageFont.load_default()
     draw.text((left, 8), title or "velocity and acceleration against their limits", fill=(20, 20, 20), font=font)
-    counts = ", ".join(f"{kind} {len(report.violations[kind])} joints" for kind in ("velocity", "acceleration", "jerk"))
+    counts = ", ".join(f"{kind} {len(report.violations[kind])} joint{'' if len(report.violations[kind]) == 1 else 's'}"
+                       for kind in ("velocity", "acceleration", "jerk"))
     timing = f"baked {times[-1]:.2f} s at {fps:g} fps"
     if retimed is not None:
         timing += f"; retimed (green) {retimed.duration_s:.2f} s, shortest executable {retimed.optimal_duration_s:.2f} s"
@@ -253,7 +254,7 @@ def draw_limits_report(path: str | Path, report, joints, retimed=None, title: st
             if np.isfinite(limit):
                 for sign in (1, -1):
                     draw.line([x0, y_of(sign * limit), x1, y_of(sign * limit)], fill=(200, 60, 60), width=2)
-                draw.text((x1 - 110, y_of(limit) - 14), f"limit {limit:.3g} {prismatic_unit}/s{'²' if column else ''}",
+                draw.text((x1 - 110, y_of(limit) - 14), f"limit {limit:.3g} {prismatic_unit}/s{'^2' if column else ''}",
                           fill=(170, 50, 50), font=small)
             else:
                 draw.text((x1 - 80, y0 + 2), "no limit set", fill=(120, 120, 130), font=small)
@@ -268,8 +269,8 @@ def draw_limits_report(path: str | Path, report, joints, retimed=None, title: st
                 if len(points) > 1:
                     draw.line(points, fill=(30, 160, 70), width=2)
         worst = report.worst["velocity"][j], report.worst["acceleration"][j]
-        draw.text((8, y0 + 26), f"worst {worst[0]:.3g} {prismatic_unit}/s", fill=(90, 90, 90), font=small)
-        draw.text((8, y0 + 42), f"worst {worst[1]:.3g} {prismatic_unit}/s²", fill=(90, 90, 90), font=small)
+        draw.text((8, y0 + 26), f"worst speed {worst[0]:.3g} {prismatic_unit}/s", fill=(90, 90, 90), font=small)
+        draw.text((8, y0 + 42), f"worst acc. {worst[1]:.3g} {prismatic_unit}/s^2", fill=(90, 90, 90), font=small)
     axis_y = top + strip * len(rows)
     for column in range(2):
         x0 = left + column * (panel + gap)
