@@ -4,6 +4,10 @@ Targets (issue 4): Panda with meshes <= 3 s, Talos <= 15 s. Each import starts f
 file, so every mesh file is read and built (no sharing with an earlier import). Writes its own
 section of bench/RESULTS.md.
 
+A robot is a name (`kinema-nodes robots`) or a path: MJCF robots are robosuite's
+(`robosuite_panda`, `robosuite_ur5e`), and `franka_xacro` is robosuite's copy of the Franka
+description as xacro (expanded through xacro, meshes from its package folder).
+
     /work/venv/bin/python bench/bench_import.py [--repeats 3] [--robots panda talos ...]
 """
 
@@ -22,10 +26,22 @@ TARGETS = {"panda": 3.0, "talos": 15.0}
 START, END = "<!-- bench_import: start -->", "<!-- bench_import: end -->"
 
 
+def robot_source(name: str):
+    """(robot name or path, package folders) for a row of the table."""
+    if name != "franka_xacro":
+        return name, None
+    import importlib.util
+
+    spec = importlib.util.find_spec("robosuite")
+    bullet = Path(list(spec.submodule_search_locations)[0]) / "models" / "assets" / "bullet_data"
+    return bullet / "panda_description" / "urdf" / "panda_arm.urdf.xacro", [bullet]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--robots", nargs="*", default=["panda", "talos", "ur5", "g1", "tiago"])
+    parser.add_argument("--robots", nargs="*",
+                        default=["panda", "talos", "ur5", "g1", "tiago", "franka_xacro", "robosuite_panda", "robosuite_ur5e"])
     parser.add_argument("--results", default=str(Path(__file__).with_name("RESULTS.md")))
     args = parser.parse_args()
 
@@ -45,7 +61,8 @@ def main() -> int:
         for _ in range(args.repeats):
             bpy.ops.wm.read_homefile(use_empty=True)
             t0 = time.perf_counter()
-            obj = import_urdf(bpy.context, name)
+            source, folders = robot_source(name)
+            obj = import_urdf(bpy.context, source, package_path=folders)
             times.append(time.perf_counter() - t0)
         meshes = [c for c in obj.children if c.type == "MESH"]
         vertices = sum(len(m.vertices) for m in {c.data for c in meshes})
@@ -58,7 +75,7 @@ def main() -> int:
 
     lines = [
         START,
-        "## URDF import into Blender (`bench/bench_import.py`)",
+        "## Robot import into Blender: URDF, xacro, MJCF (`bench/bench_import.py`)",
         "",
         f"Command: `python bench/bench_import.py --repeats {args.repeats} --robots {' '.join(args.robots)}`  ",
         (
