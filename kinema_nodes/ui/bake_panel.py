@@ -70,6 +70,9 @@ class KINEMA_OT_bake(bpy.types.Operator):
 
     def _finish(self, context, job, node):
         baking.store_report(node, job.results)
+        from .export_operators import check_after_bake
+
+        check_after_bake(context, job.results)  # limits markers and table; flags only
         self.report({"INFO"} if all(not r.report.flagged for r in job.results) else {"WARNING"}, _summary(job.results))
         return {"FINISHED"}
 

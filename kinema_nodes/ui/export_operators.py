@@ -131,6 +131,15 @@ class KINEMA_OT_per_joint_limits(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def check_after_bake(context, results) -> None:
+    """After Bake to Keyframes: check each baked rig's limits (markers, the table). Flags only."""
+    for result in results:
+        try:
+            rig_limits.check_rig(result.rig, context.scene)
+        except KinemaError:
+            continue  # nothing keyed on that rig's joints: nothing to check
+
+
 def draw_limits(layout, rig) -> None:
     """The Bake section's limits: settings, Check Limits / Retime, and the last check's table."""
     settings = getattr(rig.data, "kinema_limits", None)

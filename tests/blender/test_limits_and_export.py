@@ -147,3 +147,29 @@ def test_the_bake_section_shows_the_per_joint_table(blender):
     operators = [args[0] for name, args, _ in layout.log if name == "operator"]
     assert "kinema.check_limits" in operators and "kinema.retime" in operators
     assert json.loads(rig.data.kinema_limits.last_check)["fps"] == FPS
+
+
+def test_bake_to_keyframes_checks_the_limits_of_what_it_baked(blender):
+    """The panel's Bake runs the limits check afterwards: a joint over a tight acceleration limit
+    is in the table and on the timeline, and the baked keys are the bake's own."""
+    import math
+
+    from kinema_nodes.blender.build import import_urdf
+    from kinema_nodes.blender.edit import add_ik_target, ensure_bake_node
+    from kinema_nodes.blender.limits import MARKER_PREFIX, last_check
+
+    rig = import_urdf(blender.context, "ur10")
+    blender.context.view_layer.objects.active = rig
+    tree, target, solver = add_ik_target(blender.context, rig, "tool0", backend="NUMPY")
+    solver.live = False
+    bone = rig.pose.bones[target.control_bone]
+    for frame, dx in ((1, 0.0), (12, 0.15)):
+        bone.location = (dx, 0.0, 0.0)
+        bone.keyframe_insert("location", frame=frame)
+    node = ensure_bake_node(tree, blender.context.scene)
+    node.frame_start, node.frame_end = 1, 12
+    rig.data.kinema_limits.max_acceleration = 1e-3
+    assert blender.ops.kinema.bake(tree=tree.name) == {"FINISHED"}
+    table = last_check(rig)["table"]
+    assert table and all(row["kind"] == "acceleration" and math.isfinite(row["worst"]) for row in table)
+    assert any(m.name.startswith(MARKER_PREFIX + "acceleration") for m in blender.context.scene.timeline_markers)
