@@ -22,6 +22,9 @@ _last_inputs: dict[tuple[int, str], bytes] = {}
 _compiled_links: set[tuple] = set()
 _readouts: dict[tuple[int, str], dict] = {}  # (robot, links, backend) solved once: the compile is paid
 _running = False
+#: Users of a group paused over budget: (tree, solver path). A group's Solver node is shared by
+#: all its users, so its own `over_budget` flag stands for the plain-tree case only.
+_paused: set[tuple[int, str]] = set()
 
 
 def mark_dirty(tree) -> None:
@@ -41,6 +44,7 @@ def forget_all() -> None:
     _compiled.clear()
     _last_inputs.clear()
     _readouts.clear()
+    _paused.clear()
 
 
 def reset_caches() -> None:
@@ -203,7 +207,7 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
     results = []
     for step in program.steps:
         solver = node_by_path(tree, step.node)
-        if not force and (not solver.live or solver.over_budget):
+        if not force and (not solver.live or solver.over_budget or (key, step.node) in _paused):
             continue
         inputs = frame_inputs(tree, program, step, frame)
         fingerprint = _fingerprint(inputs, program, step)
@@ -218,7 +222,7 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
             written = write_joint_values(rig, step.robot, result.joints)
             inputs.starts[step.rig] = written
         _last_inputs[(key, step.node)] = _fingerprint(inputs, program, step)
-        _show_readout(solver, step, result, force)
+        _show_readout(solver, step, result, force, tree_key=key)
         results.append(result)
     return results
 
@@ -228,12 +232,26 @@ def readout(solver) -> dict:
     return _readouts.get((solver.id_data.as_pointer(), solver.name), {})
 
 
-def _show_readout(solver, step, result: StepResult, force: bool) -> None:
+def readout_of(tree, path: str) -> dict:
+    """The last live solve of one user of a Solver: the solver at `path` ("Arm/Solver") in `tree`
+    (a group used twice is two instances, each with its own readout and pause)."""
+    return dict(_readouts.get((tree.as_pointer(), path), {}), paused=(tree.as_pointer(), path) in _paused)
+
+
+def resume(tree, path: str) -> None:
+    """Resume one user of a Solver paused over budget."""
+    _paused.discard((tree.as_pointer(), path))
+    mark_dirty(tree)
+
+
+def _show_readout(solver, step, result: StepResult, force: bool, tree_key=None) -> None:
     solve = result.result
     note = f"Using NumPy: {solve.fallback_reason}" if solve is not None and solve.fallback_reason else ""
-    _readouts[(solver.id_data.as_pointer(), solver.name)] = {
-        "ms": float(result.ms), "summary": result.summary, "solving_to": ", ".join(result.solved_links), "backend_note": note,
-    }
+    shown = {"ms": float(result.ms), "summary": result.summary, "solving_to": ", ".join(result.solved_links),
+             "backend_note": note}
+    own = (solver.id_data.as_pointer(), solver.name)
+    instance = own if tree_key is None else (tree_key, step.node)
+    _readouts[own] = _readouts[instance] = shown
     if solve is None:
         return
     compile_key = (step.robot.fingerprint, result.solved_links, solve.backend)
@@ -241,7 +259,10 @@ def _show_readout(solver, step, result: StepResult, force: bool) -> None:
     _compiled_links.add(compile_key)
     # The first solve to a set of links may include the one-off compile; it is not a frame cost.
     if not force and not first_for_these_links and result.ms > step.options.budget_ms:
-        _set(solver, "over_budget", True)
+        if instance == own:
+            _set(solver, "over_budget", True)
+        else:
+            _paused.add(instance)
 
 
 def hold_runs() -> bool:

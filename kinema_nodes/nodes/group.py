@@ -56,6 +56,24 @@ class KinemaGroupNode(bpy.types.NodeCustomGroup):
             layout.operator("kinema.group_edit", text="Edit Group", icon="NODETREE").node = self.name
         for line in self.kinema_error.split("; ") if self.kinema_error else ():
             layout.label(text=line, icon="ERROR")
+        self.draw_readouts(layout)
+
+    def draw_readouts(self, layout):
+        """This user's own readout of each Solver inside the group (a group used twice is two
+        instances: the Solver node inside shows the last one that ran)."""
+        from .. import evaluator
+
+        tree = self.id_data
+        program = evaluator.compiled_program(tree)
+        prefix = self.name + "/"
+        for step in program.steps if program is not None else ():
+            if not step.node.startswith(prefix):
+                continue
+            shown = evaluator.readout_of(tree, step.node)
+            if shown.get("paused"):
+                layout.label(text=f"{step.node[len(prefix):]}: Over budget; live updates paused", icon="ERROR")
+            elif shown.get("summary"):
+                layout.label(text=f"{step.node[len(prefix):]}: {shown['summary']} ({shown.get('ms', 0.0):.1f} ms)")
 
     def draw_label(self):
         return self.node_tree.name if self.node_tree is not None else "Group"

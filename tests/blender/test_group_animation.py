@@ -211,3 +211,75 @@ def test_keys_put_on_a_node_inside_a_group_evaluate_for_every_user(blender):
         assert (inner.value < 1.0) == (frame < 10), inner.value  # the keyed value, evaluated inside the group
         for solver in solvers:
             assert solver.solving_to == expected, (frame, solver.solving_to)
+
+
+class _RecordingLayout:
+    def __init__(self):
+        self.labels = []
+
+    def label(self, text="", icon="NONE"):
+        self.labels.append(text)
+
+
+def test_a_group_used_twice_is_two_instances(blender):
+    """One group holding an IK Target and its Solver, used by two UR10 rigs (one 5 m away, out
+    of reach): each user has its own readout, and its own pause over budget and resume."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender.groups import add_group_node, group_nodes
+    from kinema_nodes.blender.rig import write_joint_values
+
+    bpy = blender
+    rigs = [_import(bpy, "ur10"), _import(bpy, "ur10")]
+    rigs[1].location = (5.0, 0.0, 0.0)
+    robot = _robot(rigs[0])
+    start = np.array([0.3, -1.2, 1.4, -0.8, 1.2, 0.3])  # bent, away from limits and singularities
+    for rig in rigs:
+        write_joint_values(rig, robot, start)
+    bpy.context.view_layer.update()
+    goal = bpy.data.objects.new("Goal", None)
+    bpy.context.scene.collection.objects.link(goal)
+    goal.matrix_world = _matrix(link_pose(robot, start, robot.tool_point))
+    tree = bpy.data.node_groups.new("Two users", "KinemaNodeTree")
+    tree.use_fake_user = True
+    robot_nodes = []
+    for rig in rigs:
+        node = tree.nodes.new("KinemaRobotNode")
+        node.rig = rig
+        robot_nodes.append(node)
+    target = tree.nodes.new("KinemaIKTargetNode")
+    target.control_object = goal
+    solver = tree.nodes.new("KinemaSolverNode")
+    solver.backend = "NUMPY"
+    solver.use_own_budget, solver.budget_ms = True, 10_000.0
+    tree.links.new(robot_nodes[0].outputs["Robot"], target.inputs["Robot"])
+    tree.links.new(target.outputs["Target"], solver.inputs["Targets"])
+    first = group_nodes(tree, [target, solver], name="Reach")
+    second = add_group_node(tree, first.node_tree)
+    tree.links.new(robot_nodes[1].outputs["Robot"], second.inputs["Robot"])
+    paths = [f"{first.name}/Solver", f"{second.name}/Solver"]
+
+    def move(dx):
+        goal.location.x += dx
+        bpy.context.view_layer.update()
+        bpy.context.view_layer.update()
+
+    move(0.01)
+    near, far = (evaluator.readout_of(tree, path) for path in paths)
+    assert near["summary"].startswith("converged"), near
+    assert "out of reach" in far["summary"], far
+    for group_node, expected in ((first, "Solver: converged"), (second, "Solver: did not converge: out of reach")):
+        layout = _RecordingLayout()  # Blender's own layout needs a window; this records label()
+        group_node.draw_readouts(layout)
+        assert any(text.startswith(expected) for text in layout.labels), layout.labels
+    inner_solver = first.node_tree.nodes["Solver"]
+    inner_solver.budget_ms = 1e-6  # every solve is now over budget
+    move(0.01)
+    assert all(evaluator.readout_of(tree, path)["paused"] for path in paths)
+    assert not inner_solver.over_budget  # the shared node is not the instance
+    evaluator.resume(tree, paths[0])
+    paused_pose = _joints(rigs[1])
+    before = _joints(rigs[0])
+    move(0.02)
+    assert np.abs(_joints(rigs[0]) - before).max() > 1e-4  # the resumed user solved again
+    assert np.array_equal(_joints(rigs[1]), paused_pose)  # the other stayed paused
+    assert evaluator.readout_of(tree, paths[0])["paused"] and evaluator.readout_of(tree, paths[1])["paused"]
