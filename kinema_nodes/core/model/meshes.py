@@ -188,6 +188,24 @@ def _check_xml(path: Path, source, what: str) -> None:
         raise RobotFileError(source, f"{what} is a broken zip: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}") from None
 
 
+def _check_collada_indices(path: Path, source, what: str) -> None:
+    """trimesh skips a COLLADA primitive pycollada finds malformed (indices beyond its
+    vertices), so one bad part would vanish silently. Read it strictly first: malformed is
+    refused; a missing texture or an unsupported extra stays tolerated, as in trimesh."""
+    import collada
+    from collada.common import DaeBrokenRefError, DaeMalformedError, DaeUnsupportedError
+
+    try:
+        collada.Collada(str(path), ignore=[DaeUnsupportedError, DaeBrokenRefError])
+    except DaeMalformedError as exc:
+        problem = " ".join(str(exc).split())[:160]
+        if "beyond the limits" in problem:
+            raise RobotFileError(source, f"{what} has faces that point at vertices it does not have ({problem})") from None
+        raise RobotFileError(source, f"{what} could not be read as DAE: {problem}") from None
+    except Exception:  # noqa: BLE001  (anything else: trimesh's own read decides, as before)
+        return
+
+
 def _check_side_files(path: Path, source, what: str) -> None:
     """An OBJ names its material files (`mtllib`); trimesh opens them by name. Each must be a
     regular file of sane size beside the mesh, so `mtllib /dev/zero` cannot hang the import."""
@@ -278,6 +296,7 @@ def load_mesh(path: str | Path, scale=(1.0, 1.0, 1.0), source: str | Path | None
     suffix = path.suffix.lower()
     if suffix in _XML_FORMATS:
         _check_xml(path, source, what)
+        _check_collada_indices(path, source, what)
     elif suffix == ".obj":
         _check_side_files(path, source, what)
     if suffix in (".ply", ".off"):
