@@ -246,14 +246,37 @@ def joint_trajectory_cdr(trajectory: Trajectory, velocities: bool = True, frame_
     empty = np.zeros(0, dtype="<f8")
     seconds, nanoseconds = _durations(trajectory.times)
     uint32(len(positions))
-    for i in range(len(positions)):
-        doubles(positions[i])
-        doubles(empty if speeds is None else speeds[i])
+    count = len(positions)
+    first = 0
+    while first < count and (speeds is None or (len(out) - 4) % 8):
+        doubles(positions[first])
+        doubles(empty if speeds is None else speeds[first])
         doubles(empty)
         doubles(empty)
         align(4)
-        out.extend(struct.pack("<iI", seconds[i], nanoseconds[i]))
+        out.extend(struct.pack("<iI", seconds[first], nanoseconds[first]))
+        first += 1
+    if first < count:  # from an 8-aligned start, every point with velocities has the same layout
+        out.extend(_point_records(positions[first:], speeds[first:], seconds[first:], nanoseconds[first:]))
     return bytes(out)
+
+
+def _point_records(positions: np.ndarray, speeds: np.ndarray, seconds: list[int], nanoseconds: list[int]) -> bytes:
+    """CDR of JointTrajectoryPoints starting 8-aligned: count, pad, positions, count, pad,
+    velocities, two empty sequences, time_from_start; 32 + 8n + 8m bytes each, so all alike."""
+    count, n = positions.shape
+    m = speeds.shape[1]
+    records = np.zeros((count, 32 + 8 * n + 8 * m), dtype=np.uint8)
+    records[:, 0:4] = np.frombuffer(struct.pack("<I", n), dtype=np.uint8)
+    records[:, 8:8 + 8 * n] = positions.view(np.uint8).reshape(count, 8 * n)
+    at = 8 + 8 * n
+    records[:, at:at + 4] = np.frombuffer(struct.pack("<I", m), dtype=np.uint8)
+    records[:, at + 8:at + 8 + 8 * m] = speeds.view(np.uint8).reshape(count, 8 * m)
+    at += 8 + 8 * m + 8  # the empty accelerations and effort: a zero count each
+    stamps = np.zeros(count, dtype=[("sec", "<i4"), ("nanosec", "<u4")])
+    stamps["sec"], stamps["nanosec"] = seconds, nanoseconds
+    records[:, at:at + 8] = stamps.view(np.uint8).reshape(count, 8)
+    return records.tobytes()
 
 
 def _check_topic(topic: str) -> str:

@@ -200,8 +200,11 @@ def test_rosbag2_read_back_with_rosbags_holds_the_same_positions_and_stamps(ur10
     # the bag's bytes are exactly what rosbags itself serialises for the same message
     from kinema_nodes.core.export import joint_trajectory_cdr, joint_trajectory_message
 
-    store, reference = joint_trajectory_message(trajectory)
-    assert joint_trajectory_cdr(trajectory) == store.serialize_cdr(reference, "trajectory_msgs/msg/JointTrajectory")
+    for frame_id in ("", "ba", "base"):  # header lengths that shift the points' alignment
+        for velocities in (True, False):
+            store, reference = joint_trajectory_message(trajectory, velocities, frame_id)
+            assert joint_trajectory_cdr(trajectory, velocities, frame_id) == store.serialize_cdr(
+                reference, "trajectory_msgs/msg/JointTrajectory"), (frame_id, velocities)
     # a second export replaces the bag whole
     write_ros2(tmp_path / "shot_bag", trajectory, topic="/arm/joint_trajectory")
     assert len(read_ros2(bag, "/arm/joint_trajectory")) == 1
