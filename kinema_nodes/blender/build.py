@@ -19,6 +19,7 @@ from mathutils import Matrix
 
 from . import rig
 from ..core.errors import RobotFileError
+from ..core.model.bones import bone_head_tail_roll, default_bone_length
 from ..core.model.kinematics import link_poses
 from ..core.model.meshes import MeshArrays, load_mesh, srgb_to_linear
 from ..core.model.robot import RobotModel, load_robot
@@ -108,36 +109,6 @@ def geometry_items(robot: RobotModel, collision: bool = True) -> list[GeometryIt
                     continue
                 items.append(GeometryItem(link.name, role, key, origin, material, name, load))
     return items
-
-
-def bone_head_tail_roll(matrix: np.ndarray, length: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """Head, tail and roll that make Blender's bone matrix equal `matrix` as closely as float32 allows.
-
-    Blender rebuilds a bone's rotation from its direction (tail - head, in float32) and roll
-    (`vec_roll_to_mat3_normalized`); `EditBone.matrix = ...` loses up to 1e-5 near the -Y
-    direction, so the roll is solved here in double against Blender's own construction.
-    """
-    head = matrix[:3, 3].astype(np.float32).astype(float)
-    tail = (matrix[:3, 3] + length * matrix[:3, 1]).astype(np.float32).astype(float)
-    nor = tail - head
-    nor /= np.linalg.norm(nor)
-    x, y, z = nor
-    theta, theta_alt = 1.0 + y, x * x + z * z
-    if theta > 6.1e-3 or theta_alt > 2.5e-4**2:
-        if theta <= 6.1e-3:
-            theta = theta_alt * 0.5 + theta_alt * theta_alt * 0.125
-        bone_x = np.array([1.0 - x * x / theta, -x, -x * z / theta])
-    else:
-        bone_x = np.array([-1.0, 0.0, 0.0])
-    target_x = matrix[:3, 0]
-    roll = math.atan2(float(np.dot(np.cross(bone_x, target_x), nor)), float(np.dot(bone_x, target_x)))
-    return head, tail, roll
-
-
-def default_bone_length(rest_poses: np.ndarray) -> float:
-    """Bones long enough to keep float32 rest rotations within 1e-7, short enough to read."""
-    extent = float(np.ptp(rest_poses[:, :3, 3], axis=0).max()) if len(rest_poses) > 1 else 1.0
-    return float(np.clip(0.1 * extent, 0.05, 0.2))
 
 
 # ---- Blender data ------------------------------------------------------------------------------
@@ -441,10 +412,12 @@ def _build(context, robot, urdf_text, rest, length, items, arrays, meshes, mater
             collection.objects.link(obj)
             # Colours a mesh file carries win, as in RViz; the URDF's colour (or a neutral
             # grey) fills an uncoloured mesh, on the object so shared meshes can differ.
-            if len(mesh.materials) == 1 and mesh.materials[0] is None:
-                slot = obj.material_slots[0]
-                slot.link = "OBJECT"
-                slot.material = _material(item.material or ("kinema_default", DEFAULT_COLOUR), materials, created)
+            # MuJoCo colours a geom by its MJCF material alone (it never reads a mesh file's).
+            by_mjcf = robot.source_format == "mjcf" and item.material is not None
+            if by_mjcf or (len(mesh.materials) == 1 and mesh.materials[0] is None):
+                for slot in obj.material_slots:
+                    slot.link = "OBJECT"
+                    slot.material = _material(item.material or ("kinema_default", DEFAULT_COLOUR), materials, created)
         obj.parent = arm_obj
         obj.parent_type = "BONE"
         obj.parent_bone = item.link

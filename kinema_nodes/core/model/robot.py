@@ -94,6 +94,7 @@ class RobotModel:
     urdf: object = None  # the yourdfpy.URDF it came from, for geometry and materials
     file_order: list[str] | None = None  # joint names as the file lists them
     urdf_text: str = ""  # the URDF it was built from (a xacro's expansion, an MJCF's conversion)
+    source_format: str = "urdf"  # what the file was: "urdf", "xacro" or "mjcf"
 
     def __post_init__(self) -> None:
         self.joint_by_name = {j.name: j for j in self.joints}
@@ -747,8 +748,18 @@ def _mesh_refs(path: Path, yurdf, search: PackageSearchPath) -> list[MeshRef]:
     return refs
 
 
+#: What `load_robot` uses when a caller passes no package path or xacro arguments: the command
+#: line's ``--package-path`` and ``--xacro-arg`` for the whole run (set by `cli.main`).
+LOAD_DEFAULTS: dict = {"package_path": (), "xacro_args": {}}
+
+
+def set_load_defaults(package_path=(), xacro_args: dict[str, str] | None = None) -> None:
+    LOAD_DEFAULTS["package_path"] = tuple(package_path or ())
+    LOAD_DEFAULTS["xacro_args"] = dict(xacro_args or {})
+
+
 def load_robot(
-    name_or_path: str | Path, check_meshes: bool = True, *, package_path=(), xacro_args: dict[str, str] | None = None
+    name_or_path: str | Path, check_meshes: bool = True, *, package_path=None, xacro_args: dict[str, str] | None = None
 ) -> RobotModel:
     """Read and check a robot: a URDF, a xacro file (expanded first, with `xacro_args`), an MJCF
     model (through MuJoCo's compiler), or a robot's name (see `find_urdf`).
@@ -760,20 +771,26 @@ def load_robot(
     Raises `RobotFileError` with one line naming the file and the problem.
     """
     path = find_urdf(name_or_path)
+    package_path = LOAD_DEFAULTS["package_path"] if package_path is None else package_path
+    xacro_args = LOAD_DEFAULTS["xacro_args"] if xacro_args is None else xacro_args
     search = PackageSearchPath(declared=[Path(p) for p in package_path], robot_file=path)
     kind = robot_file_kind(path)
     if kind == "xacro":
         from .xacro import expand_xacro
 
         text, notes = expand_xacro(path, xacro_args or {}, search)
-        return robot_from_urdf_text(text, path, check_meshes=check_meshes, search=search, notes=notes)
+        robot = robot_from_urdf_text(text, path, check_meshes=check_meshes, search=search, notes=notes)
+        robot.source_format = "xacro"
+        return robot
     if xacro_args:
         raise RobotFileError(path, f"xacro arguments ({', '.join(sorted(xacro_args))}) given, but this is not a .xacro file")
     if kind == "mjcf":
         from .mjcf import urdf_from_mjcf
 
         text, notes = urdf_from_mjcf(path, search)
-        return robot_from_urdf_text(text, path, check_meshes=check_meshes, search=search, notes=notes)
+        robot = robot_from_urdf_text(text, path, check_meshes=check_meshes, search=search, notes=notes)
+        robot.source_format = "mjcf"
+        return robot
     try:
         size = path.stat().st_size
         if size > MAX_URDF_BYTES:
