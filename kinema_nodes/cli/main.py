@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "bake": "bake",
     "demo": "demo",
     "export": "export",
+    "robots": "robots",
 }
 
 
@@ -73,10 +74,30 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=description, description=description, epilog=EXIT_CODES_TEXT,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         add_arguments(command)
+        if any(action.dest == "urdf" for action in command._actions):
+            _add_robot_file_arguments(command)
         if not any("--verbose" in action.option_strings for action in command._actions):
             command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
                                  help="show Blender's, JAX's and PyRoki's own log lines on stderr")
     return parser
+
+
+def _add_robot_file_arguments(parser) -> None:
+    """--xacro-arg and --package-path, for every command that takes a robot."""
+    parser.add_argument("--xacro-arg", action="append", default=[], metavar="NAME:=VALUE",
+                        help="an argument of a .xacro robot (repeat for more)")
+    parser.add_argument("--package-path", action="append", default=[], metavar="DIR",
+                        help="a folder that is, or holds, ROS packages for package:// and $(find) (repeat for more)")
+
+
+def _set_robot_file_defaults(args) -> None:
+    """The run's --package-path and --xacro-arg become `load_robot`'s defaults."""
+    if not (hasattr(args, "xacro_arg") or hasattr(args, "package_path")):
+        return
+    from ..core.model.robot import set_load_defaults
+    from ..core.model.xacro import parse_xacro_args
+
+    set_load_defaults(getattr(args, "package_path", ()), parse_xacro_args(getattr(args, "xacro_arg", ())))
 
 
 def exit_code_for(exc: BaseException) -> int:
@@ -88,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _, run = _command(args.command)
     try:
+        _set_robot_file_defaults(args)
         with own_lines_only(verbose=bool(getattr(args, "verbose", False))):
             return int(run(args) or 0)
     except KinemaError as exc:

@@ -153,7 +153,7 @@ URDF_CASES = {
     # mesh paths escaping the robot's folders
     "package_dotdot_to_etc_passwd": (text_case(urdf(link_a=visual("package://../../../../../../../../etc/passwd"))), "outside the robot's folders"),
     "package_named_etc": (text_case(urdf(link_a=visual("package://etc/passwd"))), "package 'etc' not found"),
-    "package_triple_slash_etc": (text_case(urdf(link_a=visual("package:///etc/passwd"))), "outside the robot's folders"),
+    "package_triple_slash_etc": (text_case(urdf(link_a=visual("package:///etc/passwd"))), "package 'etc' not found"),
     "package_climbs_out_of_itself": (with_files(urdf(link_a=visual("package://bot/../../../../../../../../etc/passwd")), {"bot/package.xml": "<package/>"},
                                                 urdf_at="bot/urdf/robot.urdf"), "outside the robot's folders"),
     "absolute_path_outside": (text_case(urdf(link_a=visual("/etc/passwd"))), "outside the robot's folders"),

@@ -1,16 +1,27 @@
-"""Short names for real robots from the `example-robot-data` package, when it is installed.
+"""Robots by name: every robot the installed data packages hold, with a short name each.
 
-Tests and benchmarks use real robots; this lets the CLI and the benchmarks say `panda` instead
-of a long site-packages path. The package is a test dependency, not a runtime one.
+- `example-robot-data` (a test dependency): every URDF it ships. The names the suite and the
+  README have always used (`panda`, `ur5`, `talos`, ...) stay; every other URDF is named by its
+  file (`so101`, `baxter`, `a1`, ...), or by its package and file where two files share a name
+  (`anymal_b_simple_anymal`).
+- robosuite (when installed; its robot models are MJCF): `robosuite_panda`, `robosuite_sawyer`,
+  ... and likewise for the extra models of `robosuite_models`.
+
+Nothing is imported to find them (robosuite's import pulls in a simulator): the folders are
+located through the packages' install locations. `kinema-nodes robots` lists them.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import sys
 import sysconfig
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
-#: short name -> path below example-robot-data's `robots/` folder
+#: short name -> path below example-robot-data's `robots/` folder (the names used since the start)
 EXAMPLE_ROBOTS = {
     "panda": "panda_description/urdf/panda.urdf",
     "ur5": "ur_description/urdf/ur5_robot.urdf",
@@ -28,6 +39,14 @@ EXAMPLE_ROBOTS = {
 }
 
 
+@dataclass(frozen=True)
+class NamedRobot:
+    name: str
+    source: str  # "bundled", "example-robot-data", "robosuite", "robosuite_models"
+    path: Path
+    format: str  # "urdf", "mjcf", "xacro"
+
+
 def example_robots_folder() -> Path | None:
     """`.../cmeel.prefix/share/example-robot-data/robots`, or None when not installed."""
     roots = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *sys.path}
@@ -38,10 +57,72 @@ def example_robots_folder() -> Path | None:
     return None
 
 
-def example_robot(name: str) -> Path | None:
-    """Path of a robot from example-robot-data by short name, or None."""
-    folder = example_robots_folder()
-    if folder is None or name not in EXAMPLE_ROBOTS:
+def _package_folder(name: str) -> Path | None:
+    """The folder of an installed top-level package, without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
         return None
-    path = folder / EXAMPLE_ROBOTS[name]
-    return path if path.is_file() else None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _short(text: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+
+
+def _example_robot_data(folder: Path) -> dict[str, Path]:
+    named = {name: folder / rel for name, rel in EXAMPLE_ROBOTS.items() if (folder / rel).is_file()}
+    taken_files = {path.resolve() for path in named.values()}
+    files = sorted(p for p in folder.glob("*/*/*.urdf") if p.resolve() not in taken_files)
+    stems: dict[str, int] = {}
+    for path in files:
+        stems[_short(path.stem)] = stems.get(_short(path.stem), 0) + 1
+    for path in files:
+        stem = _short(path.stem)
+        package = _short(re.sub(r"_(description|data)$", "", path.parts[-3]))
+        name = stem if stems[stem] == 1 and stem not in named else f"{package}_{stem}"
+        count = 2
+        base = name
+        while name in named:
+            name, count = f"{base}_{count}", count + 1
+        named[name] = path
+    return named
+
+
+def _robosuite(package: str, assets: str) -> dict[str, Path]:
+    root = _package_folder(package)
+    if root is None:
+        return {}
+    folder = root / assets
+    return {f"robosuite_{_short(p.parent.name)}": p for p in sorted(folder.glob("*/robot.xml"))}
+
+
+@lru_cache(maxsize=1)
+def named_robots() -> tuple[NamedRobot, ...]:
+    """Every robot a name reaches, bundled first."""
+    from .robot import bundled_robots
+
+    out: list[NamedRobot] = [NamedRobot(name, "bundled", path, "urdf") for name, path in bundled_robots().items()]
+    taken = {r.name for r in out}
+    folder = example_robots_folder()
+    if folder is not None:
+        for name, path in _example_robot_data(folder).items():
+            if name not in taken:
+                out.append(NamedRobot(name, "example-robot-data", path, "urdf"))
+                taken.add(name)
+    for package, assets in (("robosuite", "models/assets/robots"), ("robosuite_models", "assets/robots")):
+        for name, path in _robosuite(package, assets).items():
+            if name not in taken:
+                out.append(NamedRobot(name, package, path, "mjcf"))
+                taken.add(name)
+    return tuple(out)
+
+
+def example_robot(name: str) -> Path | None:
+    """Path of a robot from an installed data package by short name, or None."""
+    for robot in named_robots():
+        if robot.name == name and robot.source != "bundled":
+            return robot.path if robot.path.is_file() else None
+    return None

@@ -214,7 +214,8 @@ def split_package_url(filename: str) -> tuple[str, str] | None:
     """``package://NAME/rest`` -> (NAME, rest); None for anything else."""
     if not filename.startswith("package://"):
         return None
-    name, _, rest = filename[len("package://"):].partition("/")
+    # ``package:///NAME/rest`` (talos in example-robot-data) means ``package://NAME/rest``
+    name, _, rest = filename[len("package://"):].lstrip("/").partition("/")
     return name, rest
 
 

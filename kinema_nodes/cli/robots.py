@@ -1,0 +1,29 @@
+"""cli.robots: `kinema-nodes robots`, every robot that a name reaches."""
+
+from __future__ import annotations
+
+from .common import emit
+
+
+def add_arguments_robots(parser):
+    """List every robot by name: bundled, example-robot-data, robosuite (when installed)."""
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run_robots(args) -> int:
+    from ..core.model.example_robots import named_robots
+
+    robots = named_robots()
+    payload = {
+        "robots": [{"name": r.name, "source": r.source, "format": r.format, "file": str(r.path)} for r in robots],
+        "count": len(robots),
+    }
+    lines = []
+    for source in dict.fromkeys(r.source for r in robots):
+        group = [r for r in robots if r.source == source]
+        lines.append(f"{source} ({len(group)}):")
+        width = max(len(r.name) for r in group)
+        lines.extend(f"  {r.name:<{width}}  {r.format:<5} {r.path}" for r in group)
+    lines.append("any of these names works wherever a URDF path does (info, fk, solve, import, bake, ...)")
+    emit(args, payload, "\n".join(lines))
+    return 0
