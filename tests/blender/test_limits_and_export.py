@@ -173,3 +173,15 @@ def test_bake_to_keyframes_checks_the_limits_of_what_it_baked(blender):
     table = last_check(rig)["table"]
     assert table and all(row["kind"] == "acceleration" and math.isfinite(row["worst"]) for row in table)
     assert any(m.name.startswith(MARKER_PREFIX + "acceleration") for m in blender.context.scene.timeline_markers)
+
+
+def test_file_export_menu_has_an_entry_per_format(blender):
+    from kinema_nodes.ui import export_operators
+
+    menu = type("Menu", (), {"layout": RecordingLayout()})()
+    export_operators._menu(menu, blender.context)
+    entries = [(args[0], kwargs.get("text")) for name, args, kwargs in menu.layout.log if name == "operator"]
+    assert [text for _, text in entries] == ["Robot Trajectory: CSV", "Robot Trajectory: JSON",
+                                             "Robot Trajectory: ROS 2 JointTrajectory", "Robot Trajectory: MuJoCo qpos"]
+    assert {idname for idname, _ in entries} == {"kinema.export_trajectory"}
+    assert export_operators._menu in blender.types.TOPBAR_MT_file_export._dyn_ui_initialize()
