@@ -134,3 +134,47 @@ def test_bad_xacro_through_the_import_dialog_is_one_line_and_leaves_nothing(blen
     assert _counts(bpy) == before
     assert bpy.ops.kinema.import_urdf(filepath=str(path), xacro_args="side:=left") == {"FINISHED"}
     assert "left_base" in next(o for o in bpy.data.objects if o.type == "ARMATURE").data.bones
+
+
+@pytest.mark.parametrize("source", ["robosuite_iiwa", "xacro"])
+def test_the_robot_node_and_a_shipped_preset_drive_mjcf_and_xacro_rigs(blender, tmp_path, monkeypatch, source):
+    """Applied to an MJCF rig and a xacro rig, "Reach with the tool" builds the tree (Robot node
+    on the rig) and the tool follows a keyed control within 1e-5 on every frame."""
+    from mathutils import Matrix
+
+    from kinema_nodes.blender.build import import_urdf
+    from kinema_nodes.blender.presets import apply_preset
+    from kinema_nodes.core.model.kinematics import link_pose
+
+    monkeypatch.setenv("KINEMA_NODES_PRESET_DIR", str(tmp_path / "presets"))
+    bpy = blender
+    if source == "xacro":
+        bullet = robosuite_assets() / "bullet_data"
+        obj = import_urdf(bpy.context, bullet / "panda_description" / "urdf" / "panda_arm.urdf.xacro", package_path=[bullet])
+    else:
+        obj = import_urdf(bpy.context, source)
+    robot = rig.robot_for_rig(obj)
+    start = np.clip(robot.mid_configuration() + 0.2, robot.lower, robot.upper)
+    rig.write_joint_values(obj, robot, start)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.objects.active = obj
+    tree = apply_preset(bpy.context, obj, "Reach with the tool", backend="NUMPY")
+    robot_nodes = [n for n in tree.nodes if n.bl_idname == "KinemaRobotNode"]
+    (target,) = [n for n in tree.nodes if n.bl_idname == "KinemaIKTargetNode"]
+    (solver,) = [n for n in tree.nodes if n.bl_idname == "KinemaSolverNode"]
+    solver.use_own_budget, solver.budget_ms = True, 10_000.0
+    assert robot_nodes and all(n.rig == obj for n in robot_nodes)
+    end = np.clip(start + 0.2 * np.sign(np.arange(robot.dof) % 2 - 0.5), robot.lower, robot.upper)
+    bone = obj.pose.bones[target.control_bone]
+    for q, frame in ((start, 1), (end, 10)):
+        bone.matrix = Matrix(link_pose(robot, q, target.link_name).tolist())
+        bpy.context.view_layer.update()
+        bone.keyframe_insert("location", frame=frame)
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    for frame in range(1, 11):
+        bpy.context.scene.frame_set(frame)
+        assert solver.summary.startswith("converged"), (frame, solver.summary)
+        control = np.array(obj.pose.bones[target.control_bone].matrix)
+        tool = np.array(obj.pose.bones[target.link_name].matrix)
+        assert np.abs(tool[:3, 3] - control[:3, 3]).max() < 1e-5
+        assert rotation_angle_between(tool, control) < 1e-5
