@@ -311,6 +311,11 @@ def retime_rig(rig, scene=None, frames: tuple[int, int] | None = None, *, assign
     action = write_retimed_action(rig, robot, result, int(numbers[0]), assign=assign)
     if assign:
         scene.frame_start, scene.frame_end = int(numbers[0]), int(numbers[0]) + result.frame_count - 1
+        # the markers and the table now describe the retimed motion (the old timing's are gone)
+        for marker in [m for m in scene.timeline_markers
+                       if m.name.startswith(MARKER_PREFIX) and numbers[0] <= m.frame <= numbers[-1]]:
+            scene.timeline_markers.remove(marker)
+        check_rig(rig, scene, **overrides)
     return result, action
 
 

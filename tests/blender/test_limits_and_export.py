@@ -92,6 +92,12 @@ def test_retime_writes_a_copy_and_never_touches_the_original(blender):
     assert np.all(speed <= robot.velocity_limits * 1.001)
     assert np.all(acceleration <= 2.0 * 1.001 + 1e-3)  # float32 keys: 1e-7 rad x 24² ~ 1e-4
     assert result.optimal_duration_s <= result.duration_s
+    # the table and the markers now describe the retimed motion: nothing over velocity or acceleration
+    from kinema_nodes.blender.limits import MARKER_PREFIX, last_check
+
+    assert not [row for row in last_check(rig)["table"] if row["kind"] in ("velocity", "acceleration")]
+    assert not [m for m in blender.context.scene.timeline_markers
+                if m.name.startswith(MARKER_PREFIX + "velocity") or m.name.startswith(MARKER_PREFIX + "acceleration")]
 
 
 def test_export_refuses_nothing_baked_a_range_outside_and_an_unknown_rig_leaving_no_file(blender, tmp_path):
