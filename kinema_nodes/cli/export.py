@@ -148,6 +148,8 @@ def check_bake_arguments(args) -> dict:
     if args.retime:
         if not str(args.retime).lower().endswith(".blend"):
             raise KinemaError(f"--retime '{args.retime}' must end in .blend")
+        if not args.max_acc:  # the bake builds a fresh rig: no acceleration limits but these
+            raise KinemaError("--retime needs --max-acc X (retiming is under velocity and acceleration limits)")
         check_output_path(args.retime, "--retime")
         from ..core.retime import toppra_available
 

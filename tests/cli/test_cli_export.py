@@ -161,3 +161,11 @@ def test_export_errors_are_one_line_exit_2_and_leave_no_file(shot, tmp_path, cas
     assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("kinema-nodes: error:")
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name != "robot.blend"] == []
+
+
+def test_bake_refuses_retime_without_an_acceleration_limit_before_baking(shot, tmp_path):
+    _, folder, _, _ = shot
+    result = _kinema("bake", "ur10", "--targets", folder / "targets.csv", "--out", tmp_path / "s.blend", "--solver", "numpy",
+                     "--retime", tmp_path / "r.blend")
+    assert result.returncode == 2 and "--max-acc" in result.stderr
+    assert list(tmp_path.iterdir()) == []
