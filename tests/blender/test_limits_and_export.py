@@ -109,6 +109,9 @@ def test_export_refuses_nothing_baked_a_range_outside_and_an_unknown_rig_leaving
         rig_trajectory(find_rig(None), blender.context.scene)
     with pytest.raises(KinemaError, match="unknown rig"):
         find_rig("no such rig")
+    import_urdf(blender.context, "z1")
+    with pytest.raises(KinemaError, match="several rigs"):
+        find_rig(None)
     blender.ops.wm.read_homefile(use_empty=True)
     rig, *_ = _baked_rig(blender)
     with pytest.raises(KinemaError, match="outside the baked range"):
