@@ -124,7 +124,7 @@ PLAYS = [
     ("7-DoF arm with elbow swivel", "sawyer"), ("7-DoF arm with elbow swivel", "tiago"),
     ("Arm on a rail", "tiago"), ("Arm on a rail", "pr2"),
     ("Dual arm", "baxter"), ("Dual arm", "pr2"),
-    ("Hand-off between two links", "ur10"), ("Hand-off between two links", "sawyer"),
+    ("Hand-off between two links", "ur10"), ("Hand-off between two links", "sawyer"), ("Hand-off between two links", "z1"),
     ("Whole-body reach for a humanoid", "simple_humanoid"), ("Whole-body reach for a humanoid", "icub"),
 ]
 
