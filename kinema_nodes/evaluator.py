@@ -114,7 +114,7 @@ def program_for(tree) -> Program:
     _compiled[key] = (spec, program)
     for node in tree.nodes:
         if hasattr(node, "kinema_error"):
-            _set(node, "kinema_error", program.problems.message(node.name))
+            _set(node, "kinema_error", program.node_message(node.name))
     for step in program.steps:
         rig = rig_object(tree, program, step)
         if rig is not None and getattr(rig, "kinema_tree", None) is None:
@@ -201,8 +201,10 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
     was_dirty = key in _dirty
     _dirty.discard(key)
     program = program_for(tree)
-    if not program.ok:
-        return []
+    for name in program.blocked:  # a Solver that cannot run shows no result, only why (on itself)
+        blocked = node_by_path(tree, name)
+        if blocked is not None:
+            _readouts.pop((blocked.id_data.as_pointer(), blocked.name), None)
     frame = bpy.context.scene.frame_current if frame is None else frame
     results = []
     for step in program.steps:
@@ -212,6 +214,9 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
         inputs = frame_inputs(tree, program, step, frame)
         fingerprint = _fingerprint(inputs, program, step)
         if not force and not was_dirty and _last_inputs.get((key, step.node)) == fingerprint:
+            shown = _readouts.get((solver.id_data.as_pointer(), solver.name))
+            if shown is not None:  # the same inputs: the last answer is this frame's answer
+                shown["frame"] = int(frame)
             continue
         try:
             result = program.run_step(step, inputs)
@@ -222,14 +227,21 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
             written = write_joint_values(rig, step.robot, result.joints)
             inputs.starts[step.rig] = written
         _last_inputs[(key, step.node)] = _fingerprint(inputs, program, step)
-        _show_readout(solver, step, result, force, tree_key=key)
+        _show_readout(solver, step, result, force, int(frame), tree_key=key)
         results.append(result)
     return results
 
 
 def readout(solver) -> dict:
-    """The last live solve of a Solver node: ms, summary, solving_to, backend_note."""
-    return _readouts.get((solver.id_data.as_pointer(), solver.name), {})
+    """The last live solve of a Solver node: ms, summary, solving_to, backend_note. Empty when
+    that solve was for another frame than the scene's: the readout never shows a result for a
+    frame that was not solved."""
+    import bpy
+
+    found = _readouts.get((solver.id_data.as_pointer(), solver.name), {})
+    if found and found.get("frame") != bpy.context.scene.frame_current:
+        return {}
+    return found
 
 
 def readout_of(tree, path: str) -> dict:
@@ -244,11 +256,11 @@ def resume(tree, path: str) -> None:
     mark_dirty(tree)
 
 
-def _show_readout(solver, step, result: StepResult, force: bool, tree_key=None) -> None:
+def _show_readout(solver, step, result: StepResult, force: bool, frame=None, tree_key=None) -> None:
     solve = result.result
     note = f"Using NumPy: {solve.fallback_reason}" if solve is not None and solve.fallback_reason else ""
     shown = {"ms": float(result.ms), "summary": result.summary, "solving_to": ", ".join(result.solved_links),
-             "backend_note": note}
+             "backend_note": note, "frame": frame}
     own = (solver.id_data.as_pointer(), solver.name)
     instance = own if tree_key is None else (tree_key, step.node)
     _readouts[own] = _readouts[instance] = shown

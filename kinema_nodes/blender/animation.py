@@ -36,3 +36,31 @@ def key_stepped(node, property_name: str, frame: float) -> None:
         for point in fcurve.keyframe_points:
             point.interpolation = "CONSTANT"
         fcurve.update()
+
+
+def remove_fcurves(id_data, prefixes: tuple[str, ...]) -> int:
+    """Delete the F-curves of `id_data` whose data path starts with one of `prefixes`; an action
+    left with no F-curve at all is unassigned and deleted (it only held what was removed).
+    Returns how many F-curves went."""
+    import bpy
+
+    animation = id_data.animation_data
+    if animation is None or animation.action is None or not prefixes:
+        return 0
+    action = animation.action
+    if hasattr(action, "fcurves") and not getattr(action, "is_action_layered", False):
+        collection = action.fcurves
+    else:
+        from bpy_extras import anim_utils
+
+        collection = getattr(anim_utils.action_get_channelbag_for_slot(action, animation.action_slot), "fcurves", None)
+    if collection is None:
+        return 0
+    doomed = [f for f in collection if f.data_path.startswith(prefixes)]
+    for fcurve in doomed:
+        collection.remove(fcurve)
+    if doomed and not len(collection) and action.users <= 1 and not animation.drivers and not animation.nla_tracks:
+        animation.action = None
+        bpy.data.actions.remove(action)
+        id_data.animation_data_clear()
+    return len(doomed)

@@ -178,23 +178,73 @@ def snap_to_tool(rig, target) -> None:
 
 
 def remove_ik_target(context, rig, target) -> None:
-    """✕: remove the target (its node and its control bone); the rig returns to plain FK."""
+    """✕: remove the target and everything adding it made, so the rig returns to plain FK as it
+    was: its node and control bone, the control's F-curves and the target's keyed choice; with
+    the rig's last target, also the Elbow Swivel (its ring bone, the ring's constraints and keys,
+    the ring shape when nothing else uses it) and the tree; Kinema/IK hides again once empty."""
+    from .animation import remove_fcurves
+
     tree = target.id_data
-    bone = target.control_bone if target.control_object == rig else ""
+    bones = [target.control_bone] if target.control_object == rig and target.control_bone else []
+    remove_fcurves(tree, (f'nodes["{target.name}"].',))
     tree.nodes.remove(target)
-    if bone and bone in rig.data.bones:
+    last = not target_nodes(tree)
+    if last:
+        for node in swivel_nodes(tree):
+            if node.ring_object == rig and node.ring_bone:
+                bones.append(node.ring_bone)
+            tree.nodes.remove(node)
+    bones = [name for name in bones if name in rig.data.bones]
+    if bones:
+        remove_fcurves(rig, tuple(f'pose.bones["{name}"]' for name in bones))
+        for name in bones:  # constraints go with their pose bone; clear them first all the same
+            pose_bone = rig.pose.bones.get(name)
+            while pose_bone is not None and pose_bone.constraints:
+                pose_bone.constraints.remove(pose_bone.constraints[0])
         previous = set_mode(context, rig, "EDIT")
         try:
-            edit_bone = rig.data.edit_bones.get(bone)
-            if edit_bone is not None:
-                rig.data.edit_bones.remove(edit_bone)
+            for name in bones:
+                edit_bone = rig.data.edit_bones.get(name)
+                if edit_bone is not None:
+                    rig.data.edit_bones.remove(edit_bone)
         finally:
             set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
-    if not target_nodes(tree):
+    _hide_empty_ik_collection(rig.data)
+    _remove_unused_ring_shape()
+    if last:
         rig.kinema_tree = None
         bpy.data.node_groups.remove(tree)
     else:
         evaluator.mark_dirty(tree)
+
+
+def _hide_empty_ik_collection(armature) -> None:
+    """Kinema/IK comes with the import, hidden; Add IK Target shows it. Empty again, it hides."""
+    ik = armature.collections_all.get(IK_COLLECTION)
+    if ik is not None and not len(ik.bones) and not len(ik.children):
+        ik.is_visible = False
+
+
+def _remove_unused_ring_shape() -> None:
+    shape = bpy.data.objects.get(RING_SHAPE)
+    if shape is None:
+        return
+    used = any(bone.custom_shape == shape for obj in bpy.data.objects if obj.pose for bone in obj.pose.bones)
+    if not used and not shape.users_collection:
+        mesh = shape.data
+        bpy.data.objects.remove(shape)
+        if mesh is not None and not mesh.users:
+            bpy.data.meshes.remove(mesh)
+
+
+def rig_solver(tree, rig):
+    """The Solver the rig's IK targets feed (the one the panel shows), else the tree's first."""
+    solvers = solver_nodes(tree)
+    for target in target_nodes(tree, rig):
+        for link in target.outputs["Target"].links:
+            if link.to_node in solvers:
+                return link.to_node
+    return solvers[0] if solvers else None
 
 
 def key_target_link(target, robot, link: str, frame: float) -> None:

@@ -10,7 +10,7 @@ import bpy
 
 from . import RigOperator, SidebarPanel
 from .. import evaluator
-from ..blender.edit import active_rig, add_ik_target, key_target_link, remove_ik_target, rig_tree, snap_to_tool, solver_nodes, target_nodes
+from ..blender.edit import active_rig, add_ik_target, key_target_link, remove_ik_target, rig_solver, rig_tree, snap_to_tool, solver_nodes, target_nodes
 
 
 # ---- finding the rig's tree and nodes ----------------------------------------------------
@@ -168,7 +168,7 @@ class KINEMA_PT_inverse_kinematics(SidebarPanel, bpy.types.Panel):
         if not targets:
             layout.operator("kinema.add_ik_target", icon="CON_KINEMATIC")
             return
-        solver = solver_nodes(tree)[0]
+        solver = rig_solver(tree, rig)
         from ..blender.rig import robot_for_rig
 
         robot = robot_for_rig(rig)

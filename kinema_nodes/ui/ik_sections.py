@@ -12,7 +12,7 @@ from __future__ import annotations
 import bpy
 
 from . import RigOperator, SidebarPanel
-from ..blender.edit import active_rig, rig_tree, solver_nodes, target_nodes
+from ..blender.edit import active_rig, rig_solver, rig_tree, target_nodes
 from ..blender.edit import found_solutions, first_target, add_elbow_swivel, find_solutions, step_configuration, swivel_nodes
 
 PANEL = "KINEMA_PT_inverse_kinematics"
@@ -120,7 +120,7 @@ def _spare_joint(rig) -> bool:
 
     target = first_target(rig)
     robot = robot_for_rig(rig)
-    solver = solver_nodes(target.id_data)[0]
+    solver = rig_solver(target.id_data, rig)
     held = robot.held_joints(solver.hold_prismatic)
     from ..core.errors import KinemaError
 
@@ -152,7 +152,7 @@ class KINEMA_PT_ik_elbow_swivel(_Section, bpy.types.Panel):
             layout.prop(ring, "rotation_euler", index=1, text="Swivel")
         else:
             layout.prop(node, "swivel_angle")
-        solver = solver_nodes(tree)[0]
+        solver = rig_solver(tree, rig)
         note = next((part for part in solver.summary.split("; ") if part.startswith("swivel")), "")
         if note:
             box = layout.row()
@@ -168,7 +168,7 @@ class KINEMA_PT_ik_target_bone(_Section, bpy.types.Panel):
         layout = self.layout
         rig = active_rig(context)
         tree = rig_tree(rig)
-        solver = solver_nodes(tree)[0]
+        solver = rig_solver(tree, rig)
         if solver.solving_to:
             layout.label(text=f"Solving to '{solver.solving_to}'", icon="BONE_DATA")
         for target in target_nodes(tree, rig):

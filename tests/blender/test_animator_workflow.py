@@ -55,8 +55,15 @@ def pose_rig(bpy, rig, q):
     bpy.context.view_layer.update()
 
 
+#: UR arms' joints span +-2 pi, where 40 % of the range is a stretched, near-singular arm.
+UR_HOME = [0.3, -1.2, 1.4, -1.6, -1.5, 0.2]
+
+
 def home_pose(robot) -> np.ndarray:
-    """A pose well inside the limits: 40 % of each joint's range (held slides at their lower end)."""
+    """A pose well inside the limits: 40 % of each joint's range (held slides at their lower end);
+    the classic bent pose for a UR arm."""
+    if robot.dof == 6 and robot.actuated_joint_names[0] == "shoulder_pan_joint":
+        return np.array(UR_HOME)
     lower = np.where(np.isfinite(robot.lower), robot.lower, -3.0)
     upper = np.where(np.isfinite(robot.upper), robot.upper, 3.0)
     q = lower + 0.4 * (upper - lower)
@@ -153,7 +160,7 @@ def test_a_frame_is_the_same_pose_forward_backward_and_jumped_to_and_the_bake_ma
 
 #: Arms for the hand-off: (URDF, tool link). The elbow is the link placed by the 4th chain joint.
 HAND_OFF = {
-    "ur10": ("ur_description/urdf/ur10_robot.urdf", "tool0", [0.3, -1.2, 1.4, -1.6, -1.5, 0.2]),
+    "ur10": ("ur_description/urdf/ur10_robot.urdf", "tool0", UR_HOME),
     "baxter": ("baxter_description/urdf/baxter.urdf", "left_gripper_base_link", None),
 }
 
@@ -262,3 +269,128 @@ def test_key_target_bone_keys_and_shows_the_choice_in_force(blender, name):
     for frame, expected in ((5, tool), (15, elbow), (25, elbow)):  # the hand-off still holds
         scene.frame_set(frame)
         assert solver.solving_to == expected and target_bone_label(target, robot) == expected
+
+
+# ---- item 5: one loose node never freezes a rig -----------------------------------------------------
+
+LOOSE = {"ur10": ("ur_description/urdf/ur10_robot.urdf", "tool0"), "tiago_pro": SEVEN_AXIS["tiago_pro"]}
+
+
+def reaches(rig, target, link, tolerance=1e-5):
+    from kinema_nodes.core.model.rotations import rotation_angle_between
+
+    control = np.array(rig.pose.bones[target.control_bone].matrix, dtype=float)
+    tool = np.array(rig.pose.bones[link].matrix, dtype=float)
+    return np.abs(tool[:3, 3] - control[:3, 3]).max() < tolerance and rotation_angle_between(tool, control) < tolerance
+
+
+@pytest.mark.parametrize("name", sorted(LOOSE))
+def test_a_loose_node_is_ignored_with_a_warning_and_a_solver_that_cannot_run_says_why(blender, name):
+    bpy = blender
+    from recording_layout import draw_panel
+
+    from kinema_nodes.ui.ik_panel import KINEMA_PT_inverse_kinematics
+
+    relative, link = LOOSE[name]
+    rig = import_rig(bpy, relative)
+    robot = robot_of(rig)
+    pose_rig(bpy, rig, home_pose(robot))
+    tree, target, solver = add_target(bpy, rig, link)
+    control = rig.pose.bones[target.control_bone]
+
+    def nudge(dx):
+        control.location = (control.location[0] + dx, control.location[1], control.location[2])
+        bpy.context.view_layer.update()
+        bpy.context.view_layer.update()
+
+    # An unwired IK Target, a Solver with nothing in, a Robot node with no rig: all loose.
+    loose_target = tree.nodes.new("KinemaIKTargetNode")
+    loose_solver = tree.nodes.new("KinemaSolverNode")
+    loose_robot = tree.nodes.new("KinemaRobotNode")
+    nudge(0.01)
+    assert reaches(rig, target, link), solver.summary
+    assert solver.summary.startswith("converged") and solver.kinema_error == ""
+    assert "ignored: feeds no Solver" in loose_target.kinema_error
+    assert "ignored: feeds no Solver" in loose_robot.kinema_error
+    assert "no targets" in loose_solver.kinema_error  # a Solver with nothing in says why on itself
+    panel = draw_panel(KINEMA_PT_inverse_kinematics)
+    assert any(text.startswith("Last solve") for text in panel.texts())  # the panel shows the rig's solver
+
+    # A problem the rig's Solver needs: a second target with no control wired into it.
+    tree.links.new(tree.nodes["Robot"].outputs["Robot"], loose_target.inputs["Robot"])
+    tree.links.new(loose_target.outputs["Target"], solver.inputs["Targets"])
+    before = joints_of(rig)
+    nudge(0.01)
+    assert "cannot run" in solver.kinema_error and loose_target.name in solver.kinema_error, solver.kinema_error
+    assert solver.summary == ""  # no stale "converged" for a solve that did not happen
+    np.testing.assert_array_equal(joints_of(rig), before)
+    panel = draw_panel(KINEMA_PT_inverse_kinematics)
+    assert any("cannot run" in text for text in panel.texts()), panel.texts()
+    assert not any(text.startswith("Last solve") for text in panel.texts())
+
+    # Unwire it again: the rig follows at once.
+    tree.nodes.remove(loose_target)
+    nudge(-0.02)
+    assert solver.kinema_error == "" and reaches(rig, target, link)
+
+    # The readout belongs to the frame it solved: Live IK off, another frame, no result shown.
+    solver.live = False
+    bpy.context.scene.frame_set(bpy.context.scene.frame_current + 5)
+    assert solver.summary == "" and solver.solving_to == ""
+    solver.live = True
+    bpy.context.view_layer.update()
+    assert solver.summary.startswith("converged")
+
+
+# ---- item 6: ✕ removes all it added ----------------------------------------------------------------
+
+def rig_state(bpy, rig):
+    from kinema_nodes.blender.animation import fcurves
+
+    return {
+        "bones": sorted(b.name for b in rig.data.bones),
+        "collections": sorted((c.name, c.is_visible) for c in rig.data.collections_all),
+        "fcurves": sorted((f.data_path, f.array_index) for f in fcurves(rig)),
+        "objects": sorted(o.name for o in bpy.data.objects),
+        "meshes": len(bpy.data.meshes),
+        "trees": sorted(t.name for t in bpy.data.node_groups),
+        "actions": sorted(a.name for a in bpy.data.actions),
+        "constraints": sorted((b.name, c.type) for b in rig.pose.bones for c in b.constraints),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(SEVEN_AXIS))
+def test_remove_takes_away_everything_add_ik_target_and_elbow_swivel_made(blender, name):
+    bpy = blender
+    from kinema_nodes.blender.edit import add_elbow_swivel
+    from kinema_nodes.blender.rig import key_joint_values
+    from kinema_nodes.nodes.ik_target import switch_target_link
+
+    relative, link = SEVEN_AXIS[name]
+    rig = import_rig(bpy, relative)
+    robot = robot_of(rig)
+    home = home_pose(robot)
+    pose_rig(bpy, rig, home)
+    key_joint_values(rig, robot, 1)  # the animator's own keys stay
+    before = rig_state(bpy, rig)
+    tree, target, solver = add_target(bpy, rig, link)
+    path = arm_path(robot, link, home, 2)
+    key_control(bpy, rig, target, {1: link_pose(robot, path[0], link), 20: link_pose(robot, path[1], link)})
+    bpy.context.scene.frame_set(1)
+    node, ring = add_elbow_swivel(bpy.context, rig)
+    rig.pose.bones[ring].keyframe_insert("rotation_euler", index=1, frame=1)
+    bpy.context.scene.frame_set(10)
+    switch_target_link(bpy.context, rig, target, elbow_link(robot, link), key=True)
+    after_adding = rig_state(bpy, rig)
+    assert after_adding["bones"] != before["bones"] and after_adding["fcurves"] != before["fcurves"]
+    assert after_adding["constraints"]
+
+    bpy.context.view_layer.objects.active = rig
+    assert bpy.ops.kinema.remove_ik_target(target=target.name) == {"FINISHED"}
+    assert rig_state(bpy, rig) == before
+    assert rig.kinema_tree is None
+    assert "UNDO" in bpy.types.Operator.bl_rna_get_subclass_py("KINEMA_OT_remove_ik_target").bl_options
+    q = joints_of(rig)
+    bpy.context.scene.frame_set(1)
+    np.testing.assert_allclose(joints_of(rig), home, atol=1e-6)  # plain FK: the animator's key plays
+    assert np.all(np.isfinite(q))

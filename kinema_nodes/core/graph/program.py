@@ -87,15 +87,33 @@ def pose_to_target(pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class Program:
     """A compiled graph. `run` solves each solver step for one frame."""
 
-    def __init__(self, spec: GraphSpec, steps: list[SolverStep], problems: Problems, link_switches: dict[str, object]):
+    def __init__(self, spec: GraphSpec, steps: list[SolverStep], problems: Problems, link_switches: dict[str, object],
+                 loose: frozenset[str] = frozenset(), blocked: dict[str, str] | None = None):
         self.spec = spec
         self.steps = steps
         self.problems = problems
         self.link_switches = link_switches
+        self.loose = loose  # nodes that feed no Solver: ignored, with a warning on them
+        self.blocked = blocked or {}  # Solver -> why it cannot run (a problem on it or on a node it needs)
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        """True when every Solver can run (problems on loose nodes do not count)."""
+        return not self.blocked and not any(messages for name, messages in self.problems.by_node.items() if name not in self.loose)
+
+    def node_message(self, name: str) -> str:
+        """What a node shows: its problems; for a loose node that it is ignored; for a Solver
+        that cannot run, why."""
+        parts = []
+        if name in self.loose:
+            parts.append(LOOSE_NOTE)
+        own = self.problems.message(name)
+        if own:
+            parts.append(own)
+        reason = self.blocked.get(name)
+        if reason and reason != f"cannot run: {own}":
+            parts.append(reason)
+        return "; ".join(parts)
 
     def resolve_link(self, target: TargetStep, inputs: FrameInputs) -> str:
         if target.link_source is not None:
@@ -106,9 +124,8 @@ class Program:
         return inputs.links.get(target.node) or target.link
 
     def run(self, inputs: FrameInputs, solve: Callable | None = None) -> list[StepResult]:
-        """Solve every step for one frame. `solve` defaults to `core.solvers.solve`."""
-        if not self.ok:
-            return []
+        """Solve every step that can run for one frame (a Solver that cannot has no step).
+        `solve` defaults to `core.solve.solve`."""
         if solve is None:
             from ..solve import solve
         results = []
@@ -243,7 +260,46 @@ def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
         )
         steps.append(SolverStep(solver.name, rig, robots[rig], tuple(targets), backend, options,
                                 tuple(downstream_chain(spec, solver.name)), bool(solver.get("hold_prismatic", True))))
-    return Program(spec, steps, problems, link_switches)
+    groups = solver_groups(spec)
+    loose = frozenset(n.name for n in spec.nodes) - frozenset().union(*groups.values())
+    blocked = {}
+    for solver, members in groups.items():
+        faults = [(name, problems.message(name)) for name in sorted(members, key=lambda n: n != solver) if problems.message(name)]
+        if faults:
+            name, message = faults[0]
+            blocked[solver] = f"cannot run: {message}" if name == solver else f"cannot run: '{name}': {message}"
+        elif not any(step.node == solver for step in steps):
+            blocked[solver] = "cannot run: no IK Target with a robot and a control feeds it"
+    steps = [step for step in steps if step.node not in blocked]
+    return Program(spec, steps, problems, link_switches, loose, blocked)
+
+
+#: What a node that feeds no Solver shows.
+LOOSE_NOTE = "ignored: feeds no Solver"
+
+
+def solver_groups(spec: GraphSpec) -> dict[str, set[str]]:
+    """Per Solver, the nodes it runs with: itself, everything upstream of it (targets, robots,
+    link switches) and everything its Solution flows into (swivel, configuration, bake). A node
+    in no group feeds no Solver; a problem inside a group stops that Solver only."""
+    upstream: dict[str, set[str]] = {}
+    downstream: dict[str, set[str]] = {}
+    for link in spec.links:
+        upstream.setdefault(link.to_node, set()).add(link.from_node)
+        downstream.setdefault(link.from_node, set()).add(link.to_node)
+    names = {n.name: n.kind for n in spec.nodes}
+    groups = {}
+    for solver in spec.of_kind("solver"):
+        members = {solver.name}
+        for edges in (upstream, downstream):
+            frontier = [solver.name]
+            while frontier:
+                for neighbour in edges.get(frontier.pop(), ()):
+                    if neighbour in names and neighbour not in members and (edges is upstream or names[neighbour] != "solver"):
+                        members.add(neighbour)
+                        frontier.append(neighbour)
+        groups[solver.name] = members
+    return groups
 
 
 def link_switch(node) -> Callable[[float], str | None]:
