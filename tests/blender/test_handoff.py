@@ -168,7 +168,8 @@ def test_aiming_at_the_flange_takes_the_finger_out_of_the_chain(blender):
     bpy = blender
     rig = _import(bpy, "arm7")
     robot = _robot(rig)
-    assert "finger_joint" in robot.chain_joint_names(robot.tool_point)
+    assert "finger_joint" in robot.chain_joint_names("fingertip_tcp")  # the file's tcp is on a finger...
+    assert robot.tool_point == "flange"  # ...so the default tool point is the flange (#12)
     assert "finger_joint" not in robot.chain_joint_names("flange")
     _pose(rig, [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.025])
     _settle(bpy)
