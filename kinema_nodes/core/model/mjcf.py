@@ -305,12 +305,12 @@ def _geoms(mujoco, model, path: Path, w: _Writer, link_of, root_body, notes) -> 
         if body not in link_of:
             continue
         kind = int(model.geom_type[g])
-        size = np.asarray(model.geom_size[g], dtype=float)
+        size = [float(v) for v in model.geom_size[g]]  # Python floats: numpy 2's repr is np.float64(...)
         place = _transform(model.geom_pos[g], model.geom_quat[g])
         if kind == _SPHERE:
             shape = f'<sphere radius="{size[0]!r}"/>'
         elif kind == _BOX:
-            shape = f'<box size="{_numbers(2 * size[:3])}"/>'
+            shape = f'<box size="{_numbers(2 * v for v in size[:3])}"/>'
         elif kind == _CYLINDER:
             shape = f'<cylinder radius="{size[0]!r}" length="{2 * size[1]!r}"/>'
         elif kind == _CAPSULE:
