@@ -7,9 +7,10 @@ no triangles. URDF cases go through `load_robot` (and a sample through the CLI);
 cases through `core.meshes.load_mesh_arrays`; a sample through Blender's import operator,
 which must leave nothing behind.
 
-The rule for mesh paths (see `core.robot.robot_folders`): a mesh must lie, after `..` and
-symlinks are followed, inside the URDF's folder or its parent, the ROS package (package.xml)
-holding the URDF, or a folder above the URDF named like the `package://` it uses.
+The rule for mesh paths (see `core.model.robot.robot_folders` and `core.model.packages`): a
+mesh must lie, after `..` and symlinks are followed, inside the URDF's folder or its parent, the
+ROS package (package.xml) holding the URDF, or the package a `package://NAME` names, where a
+folder is package NAME only if it really is one (never because it happens to be called NAME).
 """
 
 from __future__ import annotations
