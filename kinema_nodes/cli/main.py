@@ -91,9 +91,8 @@ def _add_robot_file_arguments(parser) -> None:
 
 
 def _set_robot_file_defaults(args) -> None:
-    """The run's --package-path and --xacro-arg become `load_robot`'s defaults."""
-    if not (hasattr(args, "xacro_arg") or hasattr(args, "package_path")):
-        return
+    """The run's --package-path and --xacro-arg become `load_robot`'s defaults (none for a
+    command without them, so an earlier in-process run leaves nothing behind)."""
     from ..core.model.robot import set_load_defaults
     from ..core.model.xacro import parse_xacro_args
 
