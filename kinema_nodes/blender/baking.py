@@ -27,6 +27,7 @@ import numpy as np
 from .. import evaluator
 from ..core.bake import BATCH_CHUNK, BakeReport, BakeSolution, batch_reason, check_bake, solve_frames, solve_frames_batched
 from ..core.errors import KinemaError
+from .animation import pose_bone_path
 from ..core.graph.registry import kind_of
 
 MARKER_PREFIX = "Kinema: "
@@ -223,6 +224,7 @@ def _join(parts: list[BakeSolution]) -> BakeSolution:
               ("frames", "joints", "converged", "position_error", "rotation_error", "active", "targets", "milliseconds")}
     return BakeSolution(first.robot, links=[link for p in parts for link in p.links],
                         summaries=[s for p in parts for s in p.summaries], backends=set().union(*(p.backends for p in parts)),
+                        scanned=sum(p.scanned for p in parts),
                         **joined)
 
 
@@ -353,16 +355,11 @@ def write_joint_keys(obj, robot, frames, joints, keyed) -> int:
         if not keyed[i]:
             continue
         index = 0 if channel.data_path == SLIDE else channel.index
-        path = f'pose.bones["{_escape(channel.bone)}"].{channel.data_path}'
-        fcurve = ensure_fcurve(bag, path, index, channel.bone)
+        fcurve = ensure_fcurve(bag, pose_bone_path(channel.bone, channel.data_path), index, channel.bone)
         write_keys(fcurve, frames, channel.scale * np.clip(joints[:, i], robot.lower[i], robot.upper[i]))
         written += len(frames)
     obj.update_tag()
     return written
-
-
-def _escape(name: str) -> str:
-    return name.replace("\\", "\\\\").replace('"', '\\"')
 
 
 # ---- markers and the report the panel shows ---------------------------------------------------------

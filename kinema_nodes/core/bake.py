@@ -18,7 +18,7 @@ import numpy as np
 from .model.kinematics import link_pose
 from .graph.program import FrameInputs, Program, SolverStep, pose_to_target
 from .model.robot import RobotModel
-from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, rotation_angle_between
+from .model.rotations import quaternion_to_matrix, rotation_angle_between
 
 #: A joint closer than this fraction of its range to either limit is flagged.
 LIMIT_MARGIN = 0.01
@@ -62,6 +62,7 @@ class BakeSolution:
     summaries: list[str]  # (F,) the readout line of each frame
     milliseconds: np.ndarray  # (F,) solve time per frame
     backends: set[str] = field(default_factory=set)  # solver backends that ran (a PyRoki failure falls back to NumPy)
+    scanned: int = 0  # frames solved by the batched PyRoki scan (`solve_frames_batched`), not one call per frame
 
     @property
     def keyed(self) -> np.ndarray:
@@ -269,10 +270,9 @@ def check_bake(
 
 # ---- many frames in one call: a JAX scan over frames (PyRoki backend) -------------------------
 
-#: Frames per scan call. Fixed, so one compiled scan serves every bake of a chain (the last
-#: chunk is padded); between chunks a bake can report progress and be cancelled.
+#: Frames per scan call (core.solve's PyRoki scan): one compiled scan serves every bake of a
+#: chain; between chunks a bake can report progress and be cancelled.
 BATCH_CHUNK = 256
-_scans: dict = {}
 
 
 def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInputs]) -> str | None:
@@ -284,8 +284,6 @@ def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInput
         return f"the {step.backend} backend solves frame by frame"
     if any(stage_function(program.spec.node(name).kind) is not None for name in step.passthrough):
         return "a node after the solver changes each frame's answer"
-    if any((frame_input.values.get(step.node) or {}).get("posture") is not None for frame_input in inputs[:1]):
-        return "spare joints settle toward the posture frame by frame, as in live IK"
     for frame_input in inputs:
         for target in step.targets:
             pose = frame_input.controls.get(target.node)
@@ -294,170 +292,59 @@ def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInput
         for target in step.targets:
             if program.resolve_link(target, frame_input) not in step.robot.links:
                 return f"an unknown link on frame {frame_input.frame:g}"
-    from .solve._api import pyroki_size_reason
-    from .solve._pyroki_backend import jax_available
+    from .solve import batch_unavailable
 
-    too_large = pyroki_size_reason(step.robot)
-    if too_large:
-        return too_large
-    ok, reason = jax_available()
-    return None if ok else reason
-
-
-def _scan_for(compiled, robot):
-    """A jitted `lax.scan` over frames around the compiled PyRoki program of one chain. The carry
-    is the configuration in float32 — what the rig holds — so each frame starts where live IK
-    would: from the previous frame's answer as the rig stores it."""
-    key = (robot.fingerprint, compiled.layout.digest, id(compiled))
-    scan = _scans.get(key)
-    if scan is not None:
-        return scan
-    import jax
-    import jax.numpy as jnp
-
-    layout = compiled.layout
-    call = compiled._call
-    chain = jnp.asarray(layout.chain)
-    finite_lower = jnp.asarray(np.isfinite(layout.lower))
-    finite_upper = jnp.asarray(np.isfinite(layout.upper))
-    lower = jnp.asarray(np.where(np.isfinite(layout.lower), layout.lower, 0.0), dtype=jnp.float32)
-    upper = jnp.asarray(np.where(np.isfinite(layout.upper), layout.upper, 0.0), dtype=jnp.float32)
-    fractions = jnp.asarray(layout.seed_fractions[0], dtype=jnp.float32)
-    continuous = jnp.asarray(robot.is_continuous[layout.chain])
-
-    def run(base, positions, wxyz, weights, free, tolerances, max_iterations):
-        def body(base, frame):
-            position, rotation, weight = frame
-            chain_start = base[chain]
-            low = jnp.where(finite_lower, lower, chain_start - jnp.pi)
-            high = jnp.where(finite_upper, upper, chain_start + jnp.pi)
-            seeds = jnp.where(free > 0, low + fractions * (high - low), chain_start)
-            seeds = seeds.at[0].set(chain_start)
-            vector = jnp.concatenate([base, seeds.reshape(-1), position.reshape(-1), rotation.reshape(-1), weight.reshape(-1),
-                                      free, tolerances, jnp.stack([max_iterations, jnp.float32(0.0)])]).astype(jnp.float32)
-            out = call(vector)
-            x = out[:layout.k]
-            delta = x - chain_start
-            x = jnp.where(continuous, chain_start + jnp.mod(delta + jnp.pi, 2 * jnp.pi) - jnp.pi, x)
-            base = base.at[chain].set(x)
-            return base, (base, out)
-
-        return jax.lax.scan(body, base, (positions, wxyz, weights))[1]
-
-    scan = _scans[key] = jax.jit(run)
-    return scan
+    posture = next(((f.values.get(step.node) or {}).get("posture") for f in inputs[:1]), None)
+    options = replace(_batch_options(step), posture=None if posture is None else tuple(float(v) for v in posture))
+    weights = [(t.position_weight, t.rotation_weight) for t in step.targets]
+    for links in {tuple(program.resolve_link(t, f) for t in step.targets) for f in inputs}:
+        reason = batch_unavailable(step.robot, links, options, weights)
+        if reason:
+            return reason
+    return None
 
 
-def _check_against_single_solve(robot, links, positions, wxyz, weights, start, options, batched: np.ndarray) -> None:
-    """The scan drives the PyRoki program through its packed input; if that format ever drifts
-    from the backend's, the first frame would differ from a plain `solve`. Raise, so the bake
-    falls back to frame-by-frame solving instead of keying nonsense."""
-    from .errors import KinemaError
-    from .solve import IKTarget, solve
-
-    goals = [IKTarget(link, tuple(positions[t]), tuple(wxyz[t]), *weights[t]) for t, link in enumerate(links)]
-    single = solve(robot, goals, start.astype(float), options)
-    if not np.allclose(single.joints, batched, atol=1e-3):
-        raise KinemaError("the batched solver disagrees with a single solve on the first frame")
+def _batch_options(step: SolverStep):
+    held = set(step.options.held_joints) | step.robot.held_joints(step.hold_prismatic)
+    return replace(step.options, backend="pyroki", held_joints=frozenset(held))
 
 
 def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[FrameInputs], start: np.ndarray, *,
                          progress: Callable[[int, int], None] | None = None,
                          should_cancel: Callable[[], bool] | None = None) -> BakeSolution | None:
-    """`solve_frames` for the PyRoki backend as a scan over frames (one JAX call per chunk of
-    BATCH_CHUNK frames instead of one per frame). Same seeding as live IK: each frame starts from
-    the previous answer at rig precision. Errors are measured again in float64; a frame the
-    float32 solver leaves just outside tolerance is polished by the public `solve` (NumPy), as
-    a single live solve would be. Call only when `batch_reason` is None."""
-    import time as _time
-
+    """`solve_frames` through `core.solve.solve_many`: with PyRoki one jitted scan per chunk of
+    BATCH_CHUNK frames instead of one call per frame, every frame under the contract of `solve`
+    (its checks, `_finish`, branch check, float64 errors and polish). Same seeding as live IK:
+    each frame starts from the previous answer at rig precision. Call only when `batch_reason`
+    is None."""
     from .graph.program import summarise
-    from .solve import IKTarget, SolveResult, solve
-    from .solve._chain import problem_for
-    from .solve._pyroki_backend import solver_for
+    from .solve import IKTarget, solve_many
 
     robot = step.robot
     count = len(inputs)
-    held = set(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
-    options = replace(step.options, backend="pyroki", held_joints=frozenset(held))
-    weights = np.array([[t.position_weight, t.rotation_weight] for t in step.targets], dtype=float)
+    options = _batch_options(step)
+    weights = [(t.position_weight, t.rotation_weight) for t in step.targets]
     links = [tuple(program.resolve_link(t, f) for t in step.targets) for f in inputs]
-    # `pose_to_target` for every frame at once: scale removed, rotation as a unit quaternion
-    controls = np.array([[f.controls[t.node] for t in step.targets] for f in inputs], dtype=float).reshape(count, -1, 4, 4)
-    rotations = controls[..., :3, :3] / np.linalg.norm(controls[..., :3, :3], axis=-2, keepdims=True)
-    positions = controls[..., :3, 3].copy()
-    wxyz = matrix_to_quaternion(rotations)
-    targets = np.tile(np.eye(4), (count, len(step.targets), 1, 1))
-    targets[..., :3, :3] = quaternion_to_matrix(wxyz)
-    targets[..., :3, 3] = positions
-
-    joints = np.empty((count, robot.dof))
-    ms = np.zeros(count)
-    current = rig_precision(np.clip(np.asarray(start, dtype=float), robot.lower, robot.upper))
-    first = 0
-    while first < count:  # runs of frames aiming at the same links share one compiled program
-        last = first
-        while last + 1 < count and links[last + 1] == links[first]:
-            last += 1
-        compiled = solver_for(robot, links[first])
-        compiled.compile()
-        layout = compiled.layout
-        free = layout.free_mask(problem_for(robot, links[first], frozenset(held)).free)
-        scan = _scan_for(compiled, robot)
-        tolerances = np.array([options.position_tolerance, options.rotation_tolerance], dtype=np.float32)
-        base = current.astype(np.float32)
-        for chunk_start in range(first, last + 1, BATCH_CHUNK):
-            if should_cancel is not None and should_cancel():
-                return None
-            t0 = _time.perf_counter()
-            rows = np.arange(chunk_start, chunk_start + BATCH_CHUNK).clip(max=last)
-            bases, _ = scan(base, positions[rows].astype(np.float32), wxyz[rows].astype(np.float32),
-                            np.repeat(weights[None], BATCH_CHUNK, 0).astype(np.float32), free, tolerances,
-                            np.float32(options.max_iterations))
-            bases = np.asarray(bases)
-            used = min(BATCH_CHUNK, last + 1 - chunk_start)
-            joints[chunk_start:chunk_start + used] = np.clip(bases[:used].astype(float), robot.lower, robot.upper)
-            if chunk_start == first:
-                _check_against_single_solve(robot, links[first], positions[first], wxyz[first], weights, base, options,
-                                            joints[first])
-            base = bases[used - 1]
-            ms[chunk_start:chunk_start + used] = (_time.perf_counter() - t0) * 1000.0 / used
-            if progress is not None:
-                progress(chunk_start + used, count)
-        current = joints[last]
-        first = last + 1
-
-    # float64 errors, the same yardstick as `solve`
-    position_error = np.zeros(count)
-    rotation_error = np.zeros(count)
-    converged = np.ones(count, dtype=bool)
-    for group in sorted(set(links)):
-        rows = np.array([i for i in range(count) if links[i] == group])
-        for t, link in enumerate(group):
-            poses = link_pose(robot, joints[rows], link)
-            p_err = np.linalg.norm(poses[:, :3, 3] - positions[rows, t], axis=-1)
-            r_err = rotation_angle_between(poses, targets[rows, t])
-            position_error[rows] = np.maximum(position_error[rows], p_err)
-            rotation_error[rows] = np.maximum(rotation_error[rows], r_err)
-            ok = ((p_err <= options.position_tolerance) | (weights[t, 0] == 0)) & ((r_err <= options.rotation_tolerance) | (weights[t, 1] == 0))
-            converged[rows] &= ok
-    results: list = [None] * count
-    for i in np.flatnonzero(~converged):
-        if max(position_error[i], rotation_error[i]) < 1e-2:  # float32 bottomed out: polish in float64
-            goals = [IKTarget(link, tuple(positions[i, t]), tuple(wxyz[i, t]), *weights[t]) for t, link in enumerate(links[i])]
-            polished = solve(robot, goals, joints[i], replace(options, backend="numpy"))
-            if polished.position_error + polished.rotation_error <= position_error[i] + rotation_error[i]:
-                joints[i] = polished.joints
-                position_error[i], rotation_error[i] = polished.position_error, polished.rotation_error
-                converged[i] = polished.converged
-                results[i] = polished
+    goals, targets = [], np.tile(np.eye(4), (count, len(step.targets), 1, 1))
+    for i, frame_input in enumerate(inputs):
+        frame_goals = []
+        for t, target in enumerate(step.targets):
+            position, wxyz = pose_to_target(frame_input.controls[target.node])
+            targets[i, t, :3, :3] = quaternion_to_matrix(wxyz)
+            targets[i, t, :3, 3] = position
+            frame_goals.append(IKTarget(links[i][t], tuple(position), tuple(wxyz), *weights[t]))
+        goals.append(frame_goals)
+    results = solve_many(robot, goals, start, options, seed=rig_precision, progress=progress, should_cancel=should_cancel)
+    if results is None:
+        return None
+    joints = np.array([r.joints for r in results]).reshape(count, robot.dof)
+    converged = np.array([r.converged for r in results], dtype=bool)
+    position_error = np.array([r.position_error for r in results])
+    rotation_error = np.array([r.rotation_error for r in results])
+    ms = np.array([r.ms for r in results])
     active_of = {group: active_joints(robot, step, group) for group in set(links)}
-    summaries = []
-    for i in range(count):
-        result = results[i] or SolveResult(joints[i], float(position_error[i]), float(rotation_error[i]), bool(converged[i]),
-                                           "converged" if converged[i] else "out of reach", 0, float(ms[i]), "pyroki")
-        summaries.append(summarise(result))
-    frames = np.array([float(f.frame) for f in inputs])
     active = np.array([active_of[group] for group in links]).reshape(count, robot.dof)
+    frames = np.array([float(f.frame) for f in inputs])
     return BakeSolution(robot, frames, joints, converged, position_error, rotation_error, links, active, targets,
-                        summaries, ms, {"pyroki"})
+                        [summarise(r) for r in results], ms, {r.backend for r in results},
+                        scanned=sum(r.batched for r in results))

@@ -289,15 +289,17 @@ def test_checks_flag_limits_speeds_flips_and_failures(robots):
 
 
 def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
-    """The PyRoki scan over frames gives the live, frame-by-frame answers (float32 solver: 1e-5)."""
+    """The PyRoki scan over frames (solve_many) gives the live, frame-by-frame answers, each within 1e-5 at the tool."""
     bpy = blender
     from kinema_nodes.blender.baking import BakeJob
 
-    rig, tree, target, solver = _rig_with_target(bpy)
+    # link6: six joints for six equations. A redundant chain settles toward its posture frame by
+    # frame (as live IK does), so it is never batched.
+    rig, tree, target, solver = _rig_with_target(bpy, link="link6")
     solver.backend = "PYROKI"
     start = np.array(ARM7_START)
     end = start + np.array([0.4, 0.3, -0.3, 0.4, 0.3, -0.3, 0.5, 0.0])
-    _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start, end, start], [1, 20, 40]))
+    _key_control(bpy, rig, target, _fk_poses(rig, "link6", [start, end, start], [1, 20, 40]))
     by_frame = BakeJob(tree, 1, 40, batch=False)
     by_frame.run()
     _pose(bpy, rig, start)
@@ -308,9 +310,11 @@ def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
     batched.run()
     assert not batched.notes, batched.notes
     a, b = by_frame.results[0], batched.results[0]
+    assert a.solution.scanned == 0 and b.solution.scanned == 40, "the batch did not run"
     assert a.report.converged == b.report.converged == 40
     assert b.report.max_position_error <= 1e-5 and b.report.max_rotation_error <= 1e-5
-    np.testing.assert_allclose(b.solution.joints, a.solution.joints, atol=1e-5)
+    # both meet 1e-5 m / 1e-5 rad at the tool; joints of this non-redundant chain then agree to ~1e-4 rad
+    np.testing.assert_allclose(b.solution.joints, a.solution.joints, atol=1e-4)
 
 
 def _channelbag_fcurves(rig):

@@ -1,7 +1,8 @@
 """IK solvers: one interface, a PyRoki (JAX) backend and a NumPy backend.
 
 `solve` is the only entry point the rest of the product uses; `warm_up` compiles ahead of the
-first solve; `solve_trajectory` solves many frames seeded from each other (bake).
+first solve; `solve_many` solves many frames seeded from each other under the same contract
+(the bake; PyRoki runs them as one scan per chunk), `solve_trajectory` is its plain loop.
 JAX and PyRoki are imported only when the PyRoki backend first runs.
 
 Siblings use only the names below. Stages that add their own term to the solve (core/stages:
@@ -12,13 +13,13 @@ says whether that kernel is numba-compiled here; `run_benchmark` is the BENCHMAR
 protocol, shared by `kinema-nodes bench` and bench/bench_ik.py.
 """
 
-from ._api import pyroki_available, solve, solve_trajectory, warm_up
+from ._api import batch_unavailable, pyroki_available, solve, solve_many, solve_trajectory, warm_up
 from ._bench import run_benchmark
 from ._cache import DEFAULT_LRU_SIZE, cache_root
 from ._chain import TargetChain, problem_for
 from ._kernel import kernel_status
 from ._numpy_backend import descend_batch
-from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_start, check_targets
+from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_start, check_targets, converged
 
 __all__ = [
     "DEFAULT_LRU_SIZE",
@@ -28,15 +29,18 @@ __all__ = [
     "SolveOptions",
     "SolveResult",
     "TargetChain",
+    "batch_unavailable",
     "cache_root",
     "check_start",
     "check_targets",
+    "converged",
     "descend_batch",
     "kernel_status",
     "problem_for",
     "pyroki_available",
     "run_benchmark",
     "solve",
+    "solve_many",
     "solve_trajectory",
     "warm_up",
 ]

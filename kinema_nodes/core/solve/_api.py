@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -226,6 +226,127 @@ def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, 
         backend=backend,
         fallback_reason=fallback_reason,
     )
+
+
+#: A frame whose accepted answer is farther than this (rad or m) from the scan's own answer
+#: re-seeds the rest of the scan from the accepted one (the branch check changed it).
+RESEED_BEYOND = 1e-3
+
+
+def batch_unavailable(robot, links: Sequence[str], options: SolveOptions, weights=None) -> str | None:
+    """Why `solve_many` would solve frames aiming at `links` one call each rather than as one
+    PyRoki scan; None when it scans. `weights` (T, 2) default to 1."""
+    if options.backend != "pyroki":
+        return f"the {options.backend} backend solves frame by frame"
+    if options.cold:
+        return "cold solves try their seeds frame by frame"
+    links = tuple(robot.check_link(link) for link in links)
+    too_large = pyroki_size_reason(robot)
+    if too_large:
+        return too_large
+    if options.posture is not None:
+        from ._posture import redundancy
+
+        problem = problem_for(robot, links, frozenset(options.held_joints))
+        weights = np.ones((len(links), 2)) if weights is None else np.asarray(weights, dtype=float).reshape(len(links), 2)
+        if redundancy(problem, weights) > 0:
+            return "spare joints settle toward the posture frame by frame, as in live IK"
+    from ._pyroki_backend import jax_available
+
+    ok, reason = jax_available()
+    return None if ok else reason
+
+
+def solve_many(
+    robot, targets_per_frame: Sequence[IKTarget | Sequence[IKTarget]], start: np.ndarray, options: SolveOptions | None = None,
+    *, seed: Callable[[np.ndarray], np.ndarray] | None = None, progress: Callable[[int, int], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> list[SolveResult] | None:
+    """Solve frame after frame, each seeded from the previous answer (through `seed`, e.g. the
+    rig's float32 precision), every frame under the contract of `solve`: the same checks, the
+    same `_finish`, branch check, polish and float64 errors. Returns None if `should_cancel`
+    said so part-way.
+
+    With the PyRoki backend each run of frames aiming at the same links goes through one jitted
+    scan per chunk of frames (one JAX call instead of one per frame); the NumPy backend solves
+    frame by frame on the compiled kernel. A scan that fails falls back to frame-by-frame solves
+    and says why in each result's `fallback_reason`."""
+    options = DEFAULT_OPTIONS if options is None else options
+    seed = seed or (lambda q: q)
+    with single_threaded_blas():
+        current = seed(np.clip(check_start(robot, start), robot.lower, robot.upper))
+        checked = [_checked(robot, targets, current, options)[0] for targets in targets_per_frame]
+        count = len(checked)
+        results: list[SolveResult] = []
+        backend, fallback_reason = _choose_backend(options, robot)
+        first = 0
+        while first < count:
+            if should_cancel is not None and should_cancel():
+                return None
+            links = checked[first].links
+            last = first
+            while last + 1 < count and checked[last + 1].links == links and last + 1 - first < _scan_chunk():
+                last += 1
+            problem = problem_for(robot, links, frozenset(options.held_joints))
+            chunk = None
+            if (backend == "pyroki" and len(problem.free)
+                    and batch_unavailable(robot, links, options, checked[first].weights) is None):
+                chunk, fallback_reason = _scan_chunk_results(robot, problem, current, checked[first:last + 1], options, seed)
+            if chunk is None:
+                chunk = []
+                for arrays in checked[first:last + 1]:
+                    t0 = time.perf_counter()
+                    result = _solve(robot, _as_goals(arrays), current, options, t0)
+                    if fallback_reason and result.fallback_reason is None:
+                        result.fallback_reason = fallback_reason
+                    chunk.append(result)
+                    current = seed(result.joints)
+            results.extend(chunk)
+            current = seed(chunk[-1].joints)
+            first += len(chunk)
+            if progress is not None:
+                progress(first, count)
+    return results
+
+
+def _scan_chunk() -> int:
+    from ._pyroki_backend import SCAN_CHUNK
+
+    return SCAN_CHUNK
+
+
+def _as_goals(arrays: TargetArrays) -> list[IKTarget]:
+    return [IKTarget(link, tuple(arrays.positions[t]), tuple(arrays.wxyz[t]), *arrays.weights[t])
+            for t, link in enumerate(arrays.links)]
+
+
+def _scan_chunk_results(robot, problem, current, frames: list[TargetArrays], options, seed):
+    """Frames of one link set through the PyRoki scan, then `_complete` on each. Returns
+    (results, None), or (None, why) when the scan cannot run, so the caller solves frame by frame."""
+    t0 = time.perf_counter()
+    try:
+        from ._pyroki_backend import scan_frames
+
+        positions = np.array([a.positions for a in frames])
+        wxyz = np.array([a.wxyz for a in frames])
+        weights = np.array([a.weights for a in frames])
+        raw, iterations = scan_frames(robot, problem, current, positions, wxyz, weights, options)
+    except KinemaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a JAX failure costs speed, never the frames
+        return None, f"PyRoki scan failed ({type(exc).__name__}: {exc})"
+    share = (time.perf_counter() - t0) / len(frames)
+    results = []
+    for i, arrays in enumerate(frames):
+        t_frame = time.perf_counter() - share
+        result = _complete(robot, problem, current, arrays, options, t_frame, raw[i], None, int(iterations[i]), False,
+                           "pyroki", None)
+        result.batched = True
+        results.append(result)
+        current = seed(result.joints)
+        if i + 1 < len(frames) and np.max(np.abs(result.joints - raw[i])) > RESEED_BEYOND:
+            break  # the rest of the scan started from an answer the contract did not accept: solve it again from here
+    return results, None
 
 
 def warm_up(robot, links: Sequence[str], options: SolveOptions | None = None) -> float:

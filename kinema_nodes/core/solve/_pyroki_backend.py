@@ -301,7 +301,9 @@ def _build_function(robot, layout: Layout):
             flat_new, jac_new, errors_new = evaluate(x_new, base, positions, wxyz, weights)
             cost_new = cost_of(errors_new)
             better = (cost_new < cost) & ~done
-            pick = lambda new, old: jnp.where(better, new, old)
+            def pick(new, old):
+                return jnp.where(better, new, old)
+
             damping = jnp.where(done, damping, jnp.where(better, jnp.maximum(damping * 0.2, 1e-10), jnp.minimum(damping * 10.0, 1e6)))
             x, flat, jac, errors, cost = pick(x_new, x), pick(flat_new, flat), pick(jac_new, jac), pick(errors_new, errors), pick(cost_new, cost)
             done = done | converged(errors) | (damping >= 1e6)
@@ -492,3 +494,71 @@ def warm_up_pyroki(robot, links: tuple[str, ...]) -> CompiledSolver:
     solver = solver_for(robot, links)
     solver.compile()
     return solver
+
+
+# ---- many frames in one call: a JAX scan over frames (solve_many) -----------------------------
+
+#: Frames per scan call. Fixed, so one compiled scan serves every run of a chain (the last
+#: chunk is padded); between chunks the caller can report progress and be cancelled.
+SCAN_CHUNK = 256
+
+
+def _scan_of(compiled: CompiledSolver, robot):
+    """A jitted `lax.scan` over frames around the compiled program of one chain. The carry is
+    the configuration in float32 (what the rig holds), so each frame starts where live IK
+    would: from the previous frame's answer as the rig stores it."""
+    scan = getattr(compiled, "_scan", None)
+    if scan is not None:
+        return scan
+    import jax
+    import jax.numpy as jnp
+
+    layout = compiled.layout
+    call = compiled._call
+    chain = jnp.asarray(layout.chain)
+    finite_lower = jnp.asarray(np.isfinite(layout.lower))
+    finite_upper = jnp.asarray(np.isfinite(layout.upper))
+    lower = jnp.asarray(np.where(np.isfinite(layout.lower), layout.lower, 0.0), dtype=jnp.float32)
+    upper = jnp.asarray(np.where(np.isfinite(layout.upper), layout.upper, 0.0), dtype=jnp.float32)
+    fractions = jnp.asarray(layout.seed_fractions[0], dtype=jnp.float32)
+    continuous = jnp.asarray(robot.is_continuous[layout.chain])
+
+    def run(base, positions, wxyz, weights, free, tolerances, max_iterations):
+        def body(base, frame):
+            position, rotation, weight = frame
+            chain_start = base[chain]
+            low = jnp.where(finite_lower, lower, chain_start - jnp.pi)
+            high = jnp.where(finite_upper, upper, chain_start + jnp.pi)
+            seeds = jnp.where(free > 0, low + fractions * (high - low), chain_start)
+            seeds = seeds.at[0].set(chain_start)
+            vector = jnp.concatenate([base, seeds.reshape(-1), position.reshape(-1), rotation.reshape(-1), weight.reshape(-1),
+                                      free, tolerances, jnp.stack([max_iterations, jnp.float32(0.0)])]).astype(jnp.float32)
+            out = call(vector)
+            x = out[:layout.k]
+            delta = x - chain_start
+            x = jnp.where(continuous, chain_start + jnp.mod(delta + jnp.pi, 2 * jnp.pi) - jnp.pi, x)
+            base = base.at[chain].set(x)
+            return base, (base, out[-2])
+
+        return jax.lax.scan(body, base, (positions, wxyz, weights))[1]
+
+    compiled._scan = jax.jit(run)
+    return compiled._scan
+
+
+def scan_frames(robot, problem, start: np.ndarray, positions: np.ndarray, wxyz: np.ndarray, weights: np.ndarray, options):
+    """Raw answers for up to SCAN_CHUNK frames aiming at `problem.links`, each frame seeded from
+    the one before (float32): ((F, n) configurations, (F,) iterations). No contract applied:
+    `solve_many` does that frame by frame, exactly as `solve` does."""
+    compiled = solver_for(robot, problem.links)
+    compiled.compile()
+    layout = compiled.layout
+    free = layout.free_mask(problem.free)
+    scan = _scan_of(compiled, robot)
+    count = len(positions)
+    rows = np.arange(SCAN_CHUNK).clip(max=count - 1)
+    tolerances = np.array([options.position_tolerance, options.rotation_tolerance], dtype=np.float32)
+    bases, iterations = scan(np.asarray(start, dtype=np.float32), positions[rows].astype(np.float32),
+                             wxyz[rows].astype(np.float32), weights[rows].astype(np.float32), free, tolerances,
+                             np.float32(options.max_iterations))
+    return np.asarray(bases)[:count].astype(float), np.asarray(iterations)[:count].astype(int)

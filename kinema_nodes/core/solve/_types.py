@@ -23,6 +23,13 @@ BACKENDS = ("pyroki", "numpy")
 REASONS = ("converged", "out of reach", "blocked by a joint limit", "over budget")
 
 
+def converged(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> np.ndarray:
+    """errors (..., T, 2) -> (...) bool: every target within tolerance where it has weight. The
+    one convergence test outside the compiled kernels (which run the same comparison inside)."""
+    ok = (errors <= (tol_p, tol_r)) | (weights == 0)
+    return ok.all(axis=(-2, -1))
+
+
 @dataclass(frozen=True)
 class IKTarget:
     """One goal: put `link` at a pose in the robot's root frame (wxyz quaternion)."""
@@ -65,6 +72,7 @@ class SolveResult:
     ms: float
     backend: str
     fallback_reason: str | None = None
+    batched: bool = False  # answered by a batched call (solve_many's PyRoki scan), then checked like any solve
 
 
 @dataclass(frozen=True)
