@@ -7,8 +7,10 @@ from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
 BACKEND_ITEMS = [
-    ("PYROKI", "PyRoki", "The real solver: joint limits, singularities, multi-turn joints"),
-    ("NUMPY", "NumPy", "Lightweight fallback: starts instantly; useful on huge rigs or without PyRoki"),
+    ("PYROKI", "PyRoki", "JAX optimiser for costs beyond the pose (collisions, posture, weights). Compiles once per robot "
+     "and target links (seconds the first time, cached on disk); float32, checked and polished in float64"),
+    ("NUMPY", "NumPy", "Compiled Levenberg-Marquardt kernel (numba; plain NumPy where numba is missing): compiled once per "
+     "machine for every robot, float64, the fastest for live IK and bakes. Joint limits, held and multi-turn joints"),
     ("OFF", "Off", "Leave the target in place but stop it driving the rig"),
 ]
 
