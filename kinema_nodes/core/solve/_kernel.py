@@ -540,6 +540,7 @@ _numpy_form: types.FunctionType | None = None
 _numba_form = None
 _numba_reason: str | None = "the compiled kernel is still compiling (the NumPy form serves meanwhile)"
 _state = "untried"  # -> "compiling" -> "ready" | "failed"
+_numba_leaves: dict | None = None
 _thread: threading.Thread | None = None
 
 
@@ -595,6 +596,8 @@ def _build_numba() -> None:
         run(_example_chain(), seeds, np.zeros(1, dtype=np.int64), np.zeros((1, 1, 3)), np.eye(3)[None, None].copy(),
             np.ones((1, 1, 2)), np.zeros(1), 1e-5, 1e-5, 2, STALL_WINDOW, False, np.empty((1, 1)), np.empty((1, 1, 2)),
             np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_))
+        global _numba_leaves
+        _numba_leaves = namespace  # the jitted leaves (the posture slide evaluates with `_evaluate`)
         _numba_form, _numba_reason, _state = run, None, "ready"
     except Exception as exc:  # noqa: BLE001 - ImportError, or a broken numba: the NumPy form serves
         _numba_form, _state = None, "failed"
