@@ -99,8 +99,13 @@ def render_workbench(scene, filepath: str | Path, resolution: tuple[int, int] = 
     if scene.world is None:
         scene.world = bpy.data.worlds.new("Kinema World")
     scene.world.color = BACKGROUND
-    bpy.ops.render.render(write_still=True, scene=scene.name)
-    return filepath
+    from ..core.files import write_with
+
+    def render_to(temporary: Path) -> None:
+        render.filepath = str(temporary)  # a temporary beside the target, moved over it when whole
+        bpy.ops.render.render(write_still=True, scene=scene.name)
+
+    return write_with(filepath, render_to, "--render")
 
 
 def render_rig(rig_object, filepath: str | Path, resolution: tuple[int, int] = (640, 480)) -> Path:

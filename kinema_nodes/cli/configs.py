@@ -48,6 +48,10 @@ def run_configs(args) -> int:
     link = robot.check_link(args.link or robot.tool_point)
     if args.render and Path(args.render).suffix.lower() != ".png":
         raise KinemaError(f"--render '{args.render}' must end in .png")
+    if args.render:
+        from ..core.files import check_output_path
+
+        check_output_path(args.render, "--render")  # refused now, not after the search
     current = robot.configuration(parse_joint_values(args.current))
     (x, y, z), (qw, qx, qy, qz) = target_pose(args.target)
     target = IKTarget(link, (x, y, z), (qw, qx, qy, qz))
@@ -139,9 +143,9 @@ def render_contact_sheet(urdf, robot, link: str, target, configurations, filepat
     sheet = Image.new("RGB", (columns * TILE[0], rows * height), (40, 42, 46))
     for i, tile in enumerate(tiles):
         sheet.paste(tile, ((i % columns) * TILE[0], (i // columns) * height))
-    filepath.parent.mkdir(parents=True, exist_ok=True)
-    sheet.save(filepath)
-    return filepath
+    from ..core.files import write_with
+
+    return write_with(filepath, lambda temporary: sheet.save(temporary, format="PNG"), "--render")
 
 
 def _frame_all(bpy, scene, rig, rig_robot, configurations, marker, frame_camera) -> None:

@@ -35,6 +35,10 @@ def run_import(args) -> int:
     values = parse_joint_values(args.joints)
     resolution = parse_resolution(args.resolution)
     blend_path(args.out)
+    if args.render:
+        from ..core.files import check_output_path
+
+        check_output_path(args.render, "--render")  # refused before the import, not after the save
     load_robot(args.urdf).configuration(values)  # a bad file or joint name fails before Blender starts
     started = time.perf_counter()
     bpy = headless_blender()

@@ -94,8 +94,29 @@ def temporary_path(path: str | Path, suffix: str | None = None) -> Path:
     path = Path(path)
     handle, name = tempfile.mkstemp(prefix=TEMP_PREFIX + path.stem + "-", suffix=path.suffix if suffix is None else suffix,
                                     dir=path.parent)
-    os.close(handle)
+    try:
+        # mkstemp makes 0600; an output gets the old file's mode, or what open() would give it
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.fchmod(handle, mode)
+    finally:
+        os.close(handle)
     return Path(name)
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status") as status:  # read without changing it (threads)
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
 
 
 def commit(temporary: str | Path, path: str | Path, what: str = "output") -> Path:

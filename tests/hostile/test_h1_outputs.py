@@ -259,3 +259,41 @@ def test_preset_json_written_atomically_and_readable(tmp_path):
     path = save_preset(preset, tmp_path / "copy.json")
     assert json.loads(path.read_text())["name"] == preset.name
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.json"]
+
+
+def test_new_output_gets_ordinary_mode_and_old_mode_is_kept(tmp_path):
+    fresh = write_text(tmp_path / "fresh.csv", "x")
+    assert os.stat(fresh).st_mode & 0o777 == 0o666 & ~_umask()
+    kept = tmp_path / "kept.csv"
+    kept.write_text("old")
+    os.chmod(kept, 0o640)
+    write_text(kept, "new")
+    assert os.stat(kept).st_mode & 0o777 == 0o640
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("command", ["import", "configs"])
+def test_render_to_a_folder_is_refused_before_the_work(tmp_path, command):
+    (tmp_path / "picture.png").mkdir()
+    if command == "import":
+        args = ["import", "arm6", "--out", tmp_path / "robot.blend", "--render", tmp_path / "picture.png"]
+    else:
+        args = ["configs", "arm6", "--target", "0.4", "0.1", "0.4", "0", "1", "0", "0", "--render", tmp_path / "picture.png"]
+    kept = Untouched(tmp_path)
+    assert_cli_refusal(run_cli(*args), "--render", "is a folder")
+    kept.check()
+
+
+def test_render_picture_is_written_whole(tmp_path):
+    result = run_cli("import", "arm6", "--out", tmp_path / "robot.blend", "--render", tmp_path / "robot.png", "--resolution", "64x48")
+    assert result.returncode == 0, result.stderr[-800:]
+    from PIL import Image
+
+    with Image.open(tmp_path / "robot.png") as picture:
+        assert picture.size == (64, 48)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["robot.blend", "robot.png"]
