@@ -252,3 +252,36 @@ def test_the_seven_joint_refusal_says_what_would_work(blender, presets_folder, n
     assert "Apply it to an arm with 7 revolute joints" in message and "'Reach with the tool'" in message
     assert "by hand" not in message and "Nothing was changed" in message and "\n" not in message
     assert rig.kinema_tree is None
+
+
+@pytest.mark.parametrize("source, other", [("ur10", "z1"), ("z1", "sawyer")])
+def test_a_group_used_twice_in_a_preset_is_one_group_with_two_users(blender, presets_folder, source, other):
+    """Two Group nodes using one group tree, saved and applied on another robot: one group tree
+    with two users again, and the same graph once flattened."""
+    from kinema_nodes.blender.edit import add_ik_target
+    from kinema_nodes.blender.groups import add_group_node, group_nodes
+    from kinema_nodes.blender.presets import save_tree_as_preset
+
+    bpy = blender
+    rig = _import(bpy, source)
+    _pose(bpy, rig, _start(_robot(rig)))
+    tree, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
+    first = group_nodes(tree, [target], name="Aim")
+    second = add_group_node(tree, first.node_tree)
+    robot_node = next(n for n in tree.nodes if n.bl_idname == "KinemaRobotNode")
+    tree.links.new(robot_node.outputs["Robot"], second.inputs["Robot"])
+    tree.links.new(second.outputs["Target"], solver.inputs["Targets"])
+    data = json.loads(save_tree_as_preset(tree, rig, "Aim twice").read_text())
+    assert sorted(g["tree"] for g in data["groups"]) == ["Aim", "Aim"]
+    arm = _import(bpy, other)
+    start = _start(_robot(arm))
+    _pose(bpy, arm, start)
+    applied = _apply(bpy, arm, "Aim twice")
+    users = [n for n in applied.nodes if n.bl_idname == "KinemaGroupNode"]
+    assert len(users) == 2 and users[0].node_tree == users[1].node_tree
+    (solver,) = [n for n in applied.nodes if n.bl_idname == "KinemaSolverNode"]
+    assert len(solver.inputs["Targets"].links) == 2
+    from kinema_nodes import evaluator
+
+    names = lambda spec: sorted((n.name, n.kind) for n in spec.nodes)  # noqa: E731
+    assert names(evaluator.snapshot(applied)) == names(evaluator.snapshot(tree))  # the same graph, flattened
