@@ -199,3 +199,18 @@ def test_cli_xacro_arg_and_package_path(workspace):
     assert info["links"][0] == "right_link0" and info["meshes"] == 5
     bad = subprocess.run([sys.executable, "-m", "kinema_nodes", "info", str(path), "--xacro-arg", "prefix"], capture_output=True, text=True)
     assert bad.returncode == 2 and "is not NAME:=VALUE" in bad.stderr
+
+
+def test_a_urdf_with_xacro_left_in_it_says_how_to_go_on(tmp_path):
+    """#16: left-over $(optenv ...) gets an accurate error and a way forward; as .urdf.xacro it loads."""
+    text = ('<robot name="r"><link name="a"><visual><geometry><box size="$(optenv KINEMA_TEST_UNSET_BOX 0.1 0.2 0.3)"/>'
+            "</geometry></visual></link></robot>")
+    path = tmp_path / "left_over.urdf"
+    path.write_text(text)
+    with pytest.raises(RobotFileError, match=r"is not a list of numbers; the file still has xacro in it .*name it \.urdf\.xacro"):
+        load_robot(path)
+    expanded = tmp_path / "left_over.urdf.xacro"
+    expanded.write_text(text)
+    robot = load_robot(expanded)
+    assert robot.source_format == "xacro"
+    assert list(robot.urdf.robot.links[0].visuals[0].geometry.box.size) == [0.1, 0.2, 0.3]

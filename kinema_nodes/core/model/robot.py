@@ -798,7 +798,20 @@ def load_robot(
         data = path.read_bytes()
     except OSError as exc:
         raise RobotFileError(path, f"cannot read: {exc.strerror or exc}") from None
-    return robot_from_urdf_text(data, path, check_meshes=check_meshes, search=search)
+    try:
+        return robot_from_urdf_text(data, path, check_meshes=check_meshes, search=search)
+    except RobotFileError as exc:
+        if _XACRO_LEFT_OVER.search(data):
+            # A URDF with xacro left in it is not run through xacro behind the user's back (xacro
+            # evaluates expressions); the message says how to.
+            raise RobotFileError(
+                exc.path, f"{exc.problem}; the file still has xacro in it ($(...) or ${{...}}): "
+                "name it .urdf.xacro to expand it with xacro (--xacro-arg NAME:=VALUE for its arguments)"
+            ) from None
+        raise
+
+
+_XACRO_LEFT_OVER = re.compile(rb"\$\([a-z]+[ )]|\$\{|xmlns:xacro")
 
 
 _XML_DECLARATION_VERSION = re.compile(rb"\A(\xef\xbb\xbf)?(\s*<\?xml\s+version\s*=\s*)([\"'])[^\"'<>?]{0,16}\3")
