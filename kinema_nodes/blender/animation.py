@@ -21,6 +21,13 @@ def fcurves(id_data) -> list:
     return list(channelbag.fcurves) if channelbag else []
 
 
+def pose_bone_path(bone: str, data_path: str) -> str:
+    """The RNA path of a pose bone's property (F-curves, drivers), the bone's name quoted as
+    Blender quotes it (a backslash or a double quote in a link name must not end the string)."""
+    name = bone.replace("\\", "\\\\").replace('"', '\\"')
+    return f'pose.bones["{name}"].{data_path}'
+
+
 def node_fcurve(node, property_name: str):
     """The F-curve of a node's property in its tree, or None."""
     path = f'nodes["{node.name}"].{property_name}'

@@ -18,6 +18,7 @@ import numpy as np
 from mathutils import Matrix
 
 from . import rig
+from .animation import pose_bone_path
 from ..core.errors import RobotFileError
 from ..core.model.bones import bone_head_tail_roll, default_bone_length
 from ..core.model.kinematics import link_poses
@@ -207,7 +208,7 @@ def _build_bones(context, arm_obj, robot: RobotModel, rest: np.ndarray, length: 
 
 
 def _add_driver(arm_obj, channel: rig.JointChannel, source: rig.JointChannel, factor: float, data_path_suffix=None, index=None):
-    pose_path = f'pose.bones["{_escape(channel.bone)}"].{channel.data_path if data_path_suffix is None else data_path_suffix}'
+    pose_path = pose_bone_path(channel.bone, channel.data_path if data_path_suffix is None else data_path_suffix)
     fcurve = arm_obj.driver_add(pose_path, channel.index if index is None else index)
     driver = fcurve.driver
     driver.type = "SCRIPTED"
@@ -216,15 +217,11 @@ def _add_driver(arm_obj, channel: rig.JointChannel, source: rig.JointChannel, fa
     variable.type = "SINGLE_PROP"
     variable.targets[0].id = arm_obj
     if source.data_path == rig.SLIDE:
-        variable.targets[0].data_path = f'pose.bones["{_escape(source.bone)}"].{rig.SLIDE}'
+        variable.targets[0].data_path = pose_bone_path(source.bone, rig.SLIDE)
     else:
-        variable.targets[0].data_path = f'pose.bones["{_escape(source.bone)}"].{source.data_path}[{source.index}]'
+        variable.targets[0].data_path = pose_bone_path(source.bone, f"{source.data_path}[{source.index}]")
     driver.expression = f"source * {factor!r}"
     return fcurve
-
-
-def _escape(name: str) -> str:
-    return name.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _set_up_pose_bones(arm_obj, robot: RobotModel) -> None:

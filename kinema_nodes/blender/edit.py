@@ -7,6 +7,8 @@ functions, so an edit made from any of them leaves the same rig and the same tre
 
 from __future__ import annotations
 
+import contextlib
+
 import bpy
 import numpy as np
 
@@ -63,15 +65,33 @@ def ik_collection(armature, visible: bool = True):
     return ik
 
 
+@contextlib.contextmanager
+def edit_mode(context, rig):
+    """Edit mode on `rig` for the block (it gets the edit bones), then back to Pose mode if the
+    rig was in Pose mode, else Object mode, whatever the block raised."""
+    previous = set_mode(context, rig, "EDIT")
+    try:
+        yield rig.data.edit_bones
+    finally:
+        set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+
+
+def remove_edit_bones(context, rig, names) -> None:
+    """Remove the bones named (those that exist) from `rig`."""
+    with edit_mode(context, rig) as bones:
+        for name in names:
+            bone = bones.get(name)
+            if bone is not None:
+                bones.remove(bone)
+
+
 def add_control_bone(context, rig, robot, link: str) -> str:
     """A control bone at `link`'s current pose, parented to the rig's root (never into the arm)."""
     from ..core.model.kinematics import link_pose
     from .rig import read_joint_values
 
     pose = link_pose(robot, read_joint_values(rig, robot), link)
-    previous = set_mode(context, rig, "EDIT")
-    try:
-        bones = rig.data.edit_bones
+    with edit_mode(context, rig) as bones:
         name = f"IK_{link}"
         bone = bones.new(name)
         name = bone.name  # made unique by Blender
@@ -82,8 +102,6 @@ def add_control_bone(context, rig, robot, link: str) -> str:
         bone.parent = bones.get(robot.root_link)
         bone.use_deform = False
         ik_collection(rig.data).assign(bone)
-    finally:
-        set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
     pose_bone = rig.pose.bones[name]
     pose_bone.lock_scale = (True, True, True)
     pose_bone.rotation_mode = "QUATERNION"
@@ -201,14 +219,7 @@ def remove_ik_target(context, rig, target) -> None:
             pose_bone = rig.pose.bones.get(name)
             while pose_bone is not None and pose_bone.constraints:
                 pose_bone.constraints.remove(pose_bone.constraints[0])
-        previous = set_mode(context, rig, "EDIT")
-        try:
-            for name in bones:
-                edit_bone = rig.data.edit_bones.get(name)
-                if edit_bone is not None:
-                    rig.data.edit_bones.remove(edit_bone)
-        finally:
-            set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+        remove_edit_bones(context, rig, bones)
     _hide_empty_ik_collection(rig.data)
     _remove_unused_ring_shape()
     if last:
@@ -367,9 +378,7 @@ def add_elbow_swivel(context, rig, target=None):
 
     reference, _ = reference_directions(axis[None])
     length = 0.5 * float(np.linalg.norm(geometry["wrist"] - shoulder))
-    previous = set_mode(context, rig, "EDIT")
-    try:
-        bones = rig.data.edit_bones
+    with edit_mode(context, rig) as bones:
         bone = bones.new("IK_swivel")
         name = bone.name
         bone.head = tuple(shoulder)
@@ -378,8 +387,6 @@ def add_elbow_swivel(context, rig, target=None):
         bone.parent = bones.get(robot.root_link)
         bone.use_deform = False
         ik_collection(rig.data).assign(bone)
-    finally:
-        set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
     ring = rig.pose.bones[name]
     ring.rotation_mode = "XYZ"
     ring.lock_location = (True, True, True)

@@ -28,6 +28,16 @@ _INTERFACE_NODES = ("NodeGroupInput", "NodeGroupOutput")
 _flatten_errors: dict[tuple[int, str], str] = {}
 
 
+def _link_ends(node, socket, interface: str, outside: dict, copies: dict) -> list | None:
+    """Where one end of a link inside a group lands once the group is ungrouped: the outside
+    sockets of a Group Input/Output socket, the copy of a node, or None (nothing to link)."""
+    if node.bl_idname == interface:
+        return outside.get(socket.identifier, [])
+    if node.name in copies:
+        return [(copies[node.name], socket.identifier)]
+    return None
+
+
 def reset_caches() -> None:
     _flatten_errors.clear()
 
@@ -381,17 +391,9 @@ def ungroup(tree, group_node) -> list:
     move_animation(group, tree, copies, remove=not others)
     tree.nodes.remove(group_node)
     for link in group.links:
-        if link.from_node.bl_idname == "NodeGroupInput":
-            sources = incoming.get(link.from_socket.identifier, [])
-        elif link.from_node.name in copies:
-            sources = [(copies[link.from_node.name], link.from_socket.identifier)]
-        else:
-            continue
-        if link.to_node.bl_idname == "NodeGroupOutput":
-            targets = outgoing.get(link.to_socket.identifier, [])
-        elif link.to_node.name in copies:
-            targets = [(copies[link.to_node.name], link.to_socket.identifier)]
-        else:
+        sources = _link_ends(link.from_node, link.from_socket, "NodeGroupInput", incoming, copies)
+        targets = _link_ends(link.to_node, link.to_socket, "NodeGroupOutput", outgoing, copies)
+        if sources is None or targets is None:
             continue
         for from_name, from_id in sources:
             for to_name, to_id in targets:

@@ -1,8 +1,11 @@
-"""blender.presets"""
+"""Presets on a rig: build the node tree, control bones and keyed hand-offs a preset describes
+(bound to this robot's roles), and save a rig's tree back as a preset.
+
+`core.presets` reads, checks and writes preset files without Blender; this module is the
+Blender half the Presets panel, the CLI (`bake --preset`) and the tests call."""
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 import bpy
@@ -20,7 +23,8 @@ from ..core.presets import (
     save_preset,
 )
 from ..core.graph.registry import NODES, kind_of
-from .edit import set_mode, add_control_bone, key_target_link, rig_tree
+from ..core.model.rotations import wrap_angle
+from .edit import add_control_bone, key_target_link, remove_edit_bones, rig_tree
 
 
 PRESET_DIR_ENV = "KINEMA_NODES_PRESET_DIR"
@@ -139,14 +143,7 @@ def _clear_tree(context, rig, tree) -> list:
     if tree.animation_data is not None:
         tree.animation_data_clear()
     if bones:
-        previous = set_mode(context, rig, "EDIT")
-        try:
-            for name in bones:
-                bone = rig.data.edit_bones.get(name)
-                if bone is not None:
-                    rig.data.edit_bones.remove(bone)
-        finally:
-            set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+        remove_edit_bones(context, rig, bones)
     return overrides
 
 
@@ -193,16 +190,8 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
 
 
 def _remove_bones(context, rig, names: list[str]) -> None:
-    if not names:
-        return
-    previous = set_mode(context, rig, "EDIT")
-    try:
-        for bone_name in names:
-            bone = rig.data.edit_bones.get(bone_name)
-            if bone is not None:
-                rig.data.edit_bones.remove(bone)
-    finally:
-        set_mode(context, rig, "POSE" if previous == "POSE" else "OBJECT")
+    if names:
+        remove_edit_bones(context, rig, names)
 
 
 def _tidy_bone_names(rig, tree, names: list[str]) -> None:
@@ -498,7 +487,7 @@ def preset_from_tree(tree, rig, name: str, description: str = "") -> Preset:
             current = arm_swivel(spec, node_spec.name, robot, joints) if node_spec.kind == "swivel" else None
             if current is not None and "swivel_angle" in values[node_spec.name]:
                 # Relative to the arm's own swivel: saved unchanged, re-applied, nothing moves.
-                offset = (values[node_spec.name].pop("swivel_angle") - current + math.pi) % (2 * math.pi) - math.pi
+                offset = wrap_angle(values[node_spec.name].pop("swivel_angle") - current)
                 values[node_spec.name]["swivel_offset"] = float(f"{offset:.7g}")
         if node_spec.kind == "ik_target":
             keys = _link_keys(node, robot)

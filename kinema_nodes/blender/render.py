@@ -38,13 +38,9 @@ def visible_points(objects, max_points: int = 200_000) -> np.ndarray:
 
 def frame_camera(scene, objects, *, view_from=VIEW_FROM, lens: float = 50.0, margin: float = 0.88):
     """A camera (the scene's, or a new one) aimed at the objects, as close as fits them in the frame."""
-    points = visible_points(objects)
-    back = np.asarray(view_from, dtype=float)
-    back /= np.linalg.norm(back)
-    right = np.cross((0.0, 0.0, 1.0), back)
-    right /= np.linalg.norm(right)
-    up = np.cross(back, right)
+    from ..core.camera import frame_points, view_tangents
 
+    points = visible_points(objects)
     camera = scene.camera
     if camera is None:
         data = bpy.data.cameras.new("Kinema Camera")
@@ -53,29 +49,9 @@ def frame_camera(scene, objects, *, view_from=VIEW_FROM, lens: float = 50.0, mar
         scene.camera = camera
     camera.data.lens = lens
     camera.data.sensor_fit = "AUTO"
-    width, height = scene.render.resolution_x, scene.render.resolution_y
-    tan_long = camera.data.sensor_width / (2.0 * lens)  # AUTO fit: the sensor spans the longer side
-    tan_x = tan_long * (1.0 if width >= height else width / height) * margin
-    tan_y = tan_long * (height / width if width >= height else 1.0) * margin
-
-    # Aim at the centre, then walk the camera sideways and back until the picture is centred and full.
-    position = points.mean(axis=0) + 3.0 * float(np.ptp(points, axis=0).max()) * back
-    for _ in range(8):
-        offset = points - position
-        depth = -(offset @ back)
-        x, y = (offset @ right) / depth, (offset @ up) / depth
-        mid_depth = float(np.median(depth))
-        position = position + right * 0.5 * (x.max() + x.min()) * mid_depth + up * 0.5 * (y.max() + y.min()) * mid_depth
-        zoom = max((x.max() - x.min()) / (2 * tan_x), (y.max() - y.min()) / (2 * tan_y))
-        position = position - back * (1.0 - zoom) * mid_depth
-    rotation = np.column_stack([right, up, back])
-    matrix = np.eye(4)
-    matrix[:3, :3], matrix[:3, 3] = rotation, position
+    tan_x, tan_y = view_tangents(camera.data.sensor_width, lens, scene.render.resolution_x, scene.render.resolution_y, margin)
+    matrix, camera.data.clip_start, camera.data.clip_end = frame_points(points, view_from, tan_x, tan_y)
     camera.matrix_world = Matrix(matrix.tolist())
-    extent = float(np.ptp(points, axis=0).max())
-    distance = float(np.median(-(points - position) @ back))
-    camera.data.clip_start = max(1e-3, 0.01 * distance)
-    camera.data.clip_end = 10.0 * (distance + extent)
     return camera
 
 

@@ -159,16 +159,21 @@ def _channel_groups(channels: list[JointChannel]):
     return groups
 
 
+def _bulk(obj, channels: list[JointChannel]):
+    """(pose bones, each channel's bone index, (data path, channel positions) pairs): what one
+    `foreach_get`/`foreach_set` per data path needs."""
+    return obj.pose.bones, _bone_indices(obj, channels), _channel_groups(channels).items()
+
+
 def read_joint_values(obj, robot: RobotModel) -> np.ndarray:
     """The configuration vector the rig shows (robot.actuated_joint_names order), radians/metres."""
     channels = actuated_channels(robot)
     q = np.zeros(len(channels))
     if not channels:
         return q
-    bones = obj.pose.bones
-    indices = _bone_indices(obj, channels)
+    bones, indices, groups = _bulk(obj, channels)
     count = len(bones)
-    for path, positions in _channel_groups(channels).items():
+    for path, positions in groups:
         if path == SLIDE:
             for i in positions:
                 q[i] = getattr(bones[int(indices[i])], SLIDE) / channels[i].scale
@@ -208,10 +213,9 @@ def write_joint_values(obj, robot: RobotModel, q) -> np.ndarray:
     if not np.all(np.isfinite(written)):  # the one place joint values reach bones: never NaN or inf
         bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(written))]
         raise KinemaError(f"refusing joint values Blender cannot hold (beyond float32) for {', '.join(bad)}")
-    bones = obj.pose.bones
-    indices = _bone_indices(obj, channels)
+    bones, indices, groups = _bulk(obj, channels)
     count = len(bones)
-    for path, positions in _channel_groups(channels).items():
+    for path, positions in groups:
         if path == SLIDE:
             for i in positions:
                 setattr(bones[int(indices[i])], SLIDE, channels[i].scale * q[i])
@@ -254,7 +258,7 @@ def tool_point(obj) -> str:
     return obj.data.kinema.tool_point
 
 
-# ---- what the rig stores (registered by importer.register) ------------------------------------
+# ---- what the rig stores (registered by build.register) -----------------------------------------
 
 JOINT_TYPES = [
     ("NONE", "Fixed", "No joint moves this bone"),

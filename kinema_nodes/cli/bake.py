@@ -29,30 +29,23 @@ from .csv_files import TargetTrack, read_targets_csv, write_joints_csv
 
 def key_control(bpy, rig, target, track: TargetTrack) -> None:
     """Key the control bone so its armature-space pose is the track's pose on each frame (in bulk)."""
+    from ..blender.animation import pose_bone_path
     from ..blender.baking import channelbag, ensure_fcurve, write_keys
-    from ..core.model.rotations import matrix_to_quaternion, quaternion_to_matrix
+    from ..core.model.bones import bone_local_poses
+    from ..core.model.rotations import matrix_to_quaternion, pose_matrices, same_hemisphere
 
     bone = rig.pose.bones[target.control_bone]
-    rest = np.array(bone.bone.matrix_local, dtype=float)
-    if bone.parent is not None:
-        parent_pose = np.array(bone.parent.matrix, dtype=float)
-        parent_rest = np.array(bone.parent.bone.matrix_local, dtype=float)
-        rest = parent_pose @ np.linalg.inv(parent_rest) @ rest  # where the bone sits with an identity basis
-    poses = np.tile(np.eye(4), (len(track.frames), 1, 1))
-    poses[:, :3, :3] = quaternion_to_matrix(track.wxyz)
-    poses[:, :3, 3] = track.positions
-    local = np.linalg.inv(rest) @ poses
-    quaternions = matrix_to_quaternion(local)
-    for i in range(1, len(quaternions)):  # keep neighbours on one hemisphere so keys blend the short way
-        if np.dot(quaternions[i], quaternions[i - 1]) < 0:
-            quaternions[i] = -quaternions[i]
+    parent = bone.parent
+    local = bone_local_poses(np.array(bone.bone.matrix_local, dtype=float), pose_matrices(track.positions, track.wxyz),
+                             None if parent is None else np.array(parent.matrix, dtype=float),
+                             None if parent is None else np.array(parent.bone.matrix_local, dtype=float))
+    quaternions = same_hemisphere(matrix_to_quaternion(local))
     bag = channelbag(rig)
     frames = track.frames.astype(float)
-    name = bone.name.replace("\\", "\\\\").replace('"', '\\"')
     for index in range(3):
-        write_keys(ensure_fcurve(bag, f'pose.bones["{name}"].location', index, bone.name), frames, local[:, index, 3])
+        write_keys(ensure_fcurve(bag, pose_bone_path(bone.name, "location"), index, bone.name), frames, local[:, index, 3])
     for index in range(4):
-        write_keys(ensure_fcurve(bag, f'pose.bones["{name}"].rotation_quaternion', index, bone.name), frames, quaternions[:, index])
+        write_keys(ensure_fcurve(bag, pose_bone_path(bone.name, "rotation_quaternion"), index, bone.name), frames, quaternions[:, index])
     bone.rotation_mode = "QUATERNION"
 
 

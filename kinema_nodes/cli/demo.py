@@ -1,4 +1,6 @@
-"""cli.demo"""
+"""`kinema-nodes demo`: the main job on a bundled arm in one command. The shot (core.demo: a
+figure-eight, then a hand-off to the elbow) is baked like `bake` does, and written as a .blend,
+the CSVs, the report picture and a rendered frame."""
 
 from __future__ import annotations
 
@@ -14,43 +16,11 @@ from .csv_files import TargetTrack, read_targets_csv, write_targets_csv
 DEMO_ROBOT = "arm7"
 
 
-DEMO_HANDOFF_LINK = "link4"  # the elbow leads after the hand-off
-
-
 def demo_track(robot, start: np.ndarray, tool: str, frames_eight: int = 120, frames_elbow: int = 48) -> TargetTrack:
-    """The tool point traces a figure-eight (a lemniscate in the y-z plane in front of the robot,
-    tool orientation held), then the goal is handed to the elbow, which swings the arm round.
+    """The demo's shot (core.demo.demo_goals: a figure-eight, then a hand-off to the elbow) as a track."""
+    from ..core.demo import demo_goals
 
-    The elbow's poses come from forward kinematics of a joint-space sweep that starts where the
-    figure-eight leaves the arm (solved here with the NumPy solver), so every goal is reachable."""
-    from ..core.model.kinematics import link_pose
-    from ..core.model.rotations import matrix_to_quaternion
-    from ..core.solve import IKTarget, SolveOptions, solve_trajectory
-
-    home = link_pose(robot, start, tool)
-    centre = home[:3, 3]
-    wxyz = matrix_to_quaternion(home)
-    t = np.linspace(0.0, 2.0 * np.pi, frames_eight)
-    width, height = 0.22, 0.14
-    positions = np.stack([np.full_like(t, centre[0]), centre[1] + width * np.sin(t),
-                          centre[2] + height * np.sin(t) * np.cos(t)], axis=1)
-    goals = [IKTarget(tool, tuple(p), tuple(wxyz)) for p in positions]
-    held = robot.held_joints()
-    solved = solve_trajectory(robot, goals, start, SolveOptions(backend="numpy", held_joints=held))
-    q = solved[-1].joints.copy()
-    sweep = np.linspace(0.0, 1.0, frames_elbow + 1)[1:]
-    elbow = []
-    for s in sweep:
-        qe = q.copy()
-        qe[robot.joint_index("joint1")] += 0.7 * np.sin(np.pi * s) * 1.0
-        qe[robot.joint_index("joint2")] += -0.25 * np.sin(np.pi * s)
-        elbow.append(link_pose(robot, qe, DEMO_HANDOFF_LINK))
-    elbow = np.array(elbow)
-    frames = np.arange(1, frames_eight + frames_elbow + 1)
-    all_positions = np.concatenate([positions, elbow[:, :3, 3]])
-    all_wxyz = np.concatenate([np.tile(wxyz, (frames_eight, 1)), matrix_to_quaternion(elbow)])
-    links = [tool] * frames_eight + [DEMO_HANDOFF_LINK] * frames_elbow
-    return TargetTrack(frames, all_positions, all_wxyz, links)
+    return TargetTrack(*demo_goals(robot, start, tool, frames_eight, frames_elbow))
 
 
 def add_arguments_demo(parser):
@@ -65,12 +35,12 @@ DEMO_START = {"joint1": 0.0, "joint2": -0.3, "joint3": 0.0, "joint4": -2.2, "joi
 
 
 def run_demo(args) -> int:
-    from .import_robot import _resolution
+    from .headless import parse_resolution
     from ..core.model.robot import load_robot
 
     started = time.perf_counter()
     need_pillow()
-    resolution = _resolution(args.resolution)
+    resolution = parse_resolution(args.resolution)
     folder = Path(args.out)
     try:
         folder.mkdir(parents=True, exist_ok=True)

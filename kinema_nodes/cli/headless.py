@@ -1,4 +1,6 @@
-"""cli.headless"""
+"""Blender without a window for the commands that need it (`import`, `configs`, `bake`, `demo`):
+the add-on registered once per process, Blender's own log lines kept off the answer, and .blend
+files saved whole or not at all."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ from .common import emit, parse_joint_values
 from .headless import blend_path, blender_output_to_stderr, headless_blender, parse_resolution, save_blend
 
 
-_resolution = parse_resolution  # the name cli_bake imports
 
 
 # ---- import --------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ A preset is a JSON file::
   its place. Two entries with one tree are one group used twice.
 
 `bind` resolves every role against one robot and returns the concrete plan, or the roles it
-could not bind with the reason for each; the Blender side (`presets_ui`) builds nothing unless
+could not bind with the reason for each; the Blender side (`blender/presets.py`) builds nothing unless
 everything bound.
 """
 

@@ -17,7 +17,7 @@ The rules (one robot, its `RobotModel`):
   gripper joints (`RobotModel.gripper_joints`: a jaw in the chain is not an arm joint).
 - **base** — the link the first arm joint hangs from.
 - **shoulder**, **elbow**, **wrist** — the links moved by arm joints 2, 4 and 6 on an arm
-  with seven or more joints (the shoulder-elbow-wrist of `core.swivel`), and by joints 2, 3
+  with seven or more joints (the shoulder-elbow-wrist of `core.stages.swivel`), and by joints 2, 3
   and 4 on shorter arms (shoulder lift, elbow, first wrist joint of a six-axis arm); a role
   whose joint does not exist is left unbound.
 - **flange** — on the main chain below the last arm joint: a link named ``flange``, else one

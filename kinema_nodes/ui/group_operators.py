@@ -1,4 +1,5 @@
-"""ui.group_operators"""
+"""Node groups in the Kinema editor: Make Group (Ctrl G), Edit Group (Tab) and Ungroup, with
+their menu entries and keys. The work is in blender/groups.py; these are the buttons."""
 
 from __future__ import annotations
 

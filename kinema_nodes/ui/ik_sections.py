@@ -1,6 +1,6 @@
 """Collapsible sections of the IK panel: Configuration, Elbow Swivel and Target Bone hand-off.
 
-Front ends over the rig's node tree and `core`: Find Solutions asks `core.configurations`
+Front ends over the rig's node tree and `core`: Find Solutions asks `core.stages.configurations`
 for every distinct way to reach the control and ◀ ▶ write one of them to the joints (only
 the joint values: key them with Key All); Add Elbow Swivel makes a ring control on the
 shoulder-to-wrist line and wires a Swivel node after the Solver; Switch Target Bone aims the
@@ -18,17 +18,19 @@ from ..blender.edit import found_solutions, first_target, add_elbow_swivel, find
 PANEL = "KINEMA_PT_inverse_kinematics"
 
 
-def _has_target(context) -> bool:
-    rig = active_rig(context)
-    return rig is not None and first_target(rig) is not None
+class _NeedsTarget:
+    """Only for a rig with an IK target: the sections' buttons and panels."""
+
+    @classmethod
+    def poll(cls, context):
+        rig = active_rig(context)
+        return rig is not None and first_target(rig) is not None
 
 
 # ---- operators -------------------------------------------------------------------------
 
-class _SectionOperator(RigOperator):
-    @classmethod
-    def poll(cls, context):
-        return _has_target(context)
+class _SectionOperator(_NeedsTarget, RigOperator):
+    pass
 
 
 class KINEMA_OT_find_solutions(_SectionOperator, bpy.types.Operator):
@@ -77,22 +79,19 @@ class KINEMA_OT_add_elbow_swivel(_SectionOperator, bpy.types.Operator):
 
 # ---- panels ----------------------------------------------------------------------------
 
-class _Section(SidebarPanel):
+class _Section(_NeedsTarget, SidebarPanel):
     bl_parent_id = PANEL
     bl_options = {"DEFAULT_CLOSED"}  # noqa: RUF012 -- Blender reads a set
 
-    @classmethod
-    def poll(cls, context):
-        return _has_target(context)
+    def draw(self, context):
+        self.draw_section(self.layout, active_rig(context))
 
 
 class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):
     bl_idname = "KINEMA_PT_ik_configuration"
     bl_label = "Configuration"
 
-    def draw(self, context):
-        layout = self.layout
-        rig = active_rig(context)
+    def draw_section(self, layout, rig):
         row = layout.row(align=True)
         row.operator("kinema.find_solutions", icon="VIEWZOOM")
         state = found_solutions.get(rig.name)
@@ -138,9 +137,7 @@ class KINEMA_PT_ik_elbow_swivel(_Section, bpy.types.Panel):
     def poll(cls, context):
         return super().poll(context) and _spare_joint(active_rig(context))
 
-    def draw(self, context):
-        layout = self.layout
-        rig = active_rig(context)
+    def draw_section(self, layout, rig):
         tree = rig_tree(rig)
         nodes = swivel_nodes(tree)
         if not nodes:
@@ -164,9 +161,7 @@ class KINEMA_PT_ik_target_bone(_Section, bpy.types.Panel):
     bl_idname = "KINEMA_PT_ik_target_bone"
     bl_label = "Hand-off"
 
-    def draw(self, context):
-        layout = self.layout
-        rig = active_rig(context)
+    def draw_section(self, layout, rig):
         tree = rig_tree(rig)
         solver = rig_solver(tree, rig)
         if solver.solving_to:

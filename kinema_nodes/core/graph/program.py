@@ -42,7 +42,7 @@ class SolverStep:
     robot: RobotModel
     targets: tuple[TargetStep, ...]
     backend: str
-    options: object  # solvers.SolveOptions
+    options: object  # core.solve.SolveOptions
     passthrough: tuple[str, ...]
     hold_prismatic: bool
 
@@ -67,7 +67,7 @@ class StepResult:
     summary: str
     ms: float = 0.0
     converged: bool = False
-    result: object = None  # solvers.SolveResult when a solve ran
+    result: object = None  # core.solve.SolveResult when a solve ran
 
 
 def summarise(result) -> str:
@@ -194,7 +194,7 @@ class StageInput:
     result: object  # the solver's SolveResult
     node: object  # the stage node's NodeSpec (its structural params)
     values: dict  # the stage node's per-frame values (e.g. swivel_angle, configuration_index)
-    solve: Callable  # core.solvers.solve, for stages that re-solve
+    solve: Callable  # core.solve.solve, for stages that re-solve
 
 
 def stage_function(kind: str) -> Callable | None:

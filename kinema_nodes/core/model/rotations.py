@@ -85,3 +85,27 @@ def pose_matrix(position, quaternion_wxyz) -> np.ndarray:
     matrix[:3, :3] = quaternion_to_matrix(np.asarray(quaternion_wxyz, dtype=float))
     matrix[:3, 3] = np.asarray(position, dtype=float)
     return matrix
+
+
+def wrap_angle(angle):
+    """Angle(s) in radians wrapped into [-pi, pi)."""
+    return (np.asarray(angle, dtype=float) + np.pi) % (2 * np.pi) - np.pi
+
+
+def same_hemisphere(quaternions: np.ndarray) -> np.ndarray:
+    """(N, 4) quaternions with each flipped onto its predecessor's hemisphere, so keys made from
+    them blend the short way round (q and -q are the same rotation)."""
+    q = np.array(quaternions, dtype=float)
+    for i in range(1, len(q)):
+        if np.dot(q[i], q[i - 1]) < 0:
+            q[i] = -q[i]
+    return q
+
+
+def pose_matrices(positions, quaternions_wxyz) -> np.ndarray:
+    """(N, 4, 4) from (N, 3) positions and (N, 4) (w, x, y, z) quaternions."""
+    positions = np.asarray(positions, dtype=float)
+    matrices = np.tile(np.eye(4), (len(positions), 1, 1))
+    matrices[:, :3, :3] = quaternion_to_matrix(np.asarray(quaternions_wxyz, dtype=float))
+    matrices[:, :3, 3] = positions
+    return matrices

@@ -1,6 +1,6 @@
 """Forward kinematics and Jacobian of the target links for ONE configuration, fast.
 
-`core.kinematics` is batched and general; a solver calls FK hundreds of times per solve on a
+`core.model.kinematics` is batched and general; a solver calls FK hundreds of times per solve on a
 single configuration, where NumPy's per-call overhead dominates. Here each target chain is
 pre-digested once (fixed joints folded into the next joint's origin, axes and mimic factors
 in arrays) so one evaluation is a handful of vectorised NumPy calls plus one 4x4 product per

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _kernel
 from ._chain import ChainProblem
+from ._types import converged
 
 #: Seeds per batch in a cold solve (and in a warm solve's retry).
 BATCH_SEEDS = 8
@@ -27,10 +28,7 @@ _ZERO_INDEX = np.zeros(1, dtype=np.int64)
 _ZERO = np.zeros(1)
 
 
-def converged_mask(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> np.ndarray:
-    """errors (..., T, 2) -> (...) bool: every target within tolerance where it has weight."""
-    ok = (errors <= (tol_p, tol_r)) | (weights == 0)
-    return ok.all(axis=(-2, -1))
+converged_mask = converged  # the one test (core/solve/_types.py)
 
 
 def _converged(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> bool:

@@ -14,7 +14,7 @@ What "distinct" means (a different branch, not a nearby point):
   (0.05 rad, ~3 deg; metres for a prismatic joint) after that wrapping. Solutions converge to
   1e-5 m / 1e-5 rad at the tool, far tighter than that; distinct branches of a 6-axis arm are
   apart by large angles except right at a singularity, where two branches meet and are one.
-- A redundant arm (seven or more free revolute joints, see `core.swivel`) reaches a pose along
+- A redundant arm (seven or more free revolute joints, see `core.stages.swivel`) reaches a pose along
   a one-parameter family; points of one family are not different configurations. Every
   solution is therefore first swung to the swivel angle of the current pose (or as near as its
   limits allow) and only then compared, so what remains are different branches of the
@@ -109,7 +109,7 @@ def find_configurations(
     by distance from `current`, the current one marked. Empty when nothing reaches the target.
     Joints outside the chain and held joints (and, with `hold_prismatic`, every slide: rails
     and fingers move by hand) keep their values from `current`."""
-    from ..solve import SolveOptions, check_start, check_targets, problem_for
+    from ..solve import SolveOptions, check_start, check_targets, converged, problem_for
     from .swivel import has_spare_joint, lm_batch, swivel_angle, swivel_links
 
     options = options or SolveOptions(backend="numpy")
@@ -142,13 +142,13 @@ def find_configurations(
         if round_index == 0:
             seeds[0] = current
         q, errors, _ = lm_batch(problem, seeds, arrays, tol_p, tol_r, ITERATIONS)
-        q = q[_converged(errors, arrays.weights, tol_p, tol_r)]
+        q = q[converged(errors, arrays.weights, tol_p, tol_r)]
         misses = np.zeros(len(q))
         if swivel is not None and len(q):
             wanted = np.full(len(q), swivel[2])
             q, _, _ = lm_batch(problem, q, arrays, tol_p, tol_r, ITERATIONS, (swivel[0], swivel[1], wanted))
             q, errors_swung, _ = lm_batch(problem, q, arrays, tol_p, tol_r, ITERATIONS)  # the tool has the last word
-            q = q[_converged(errors_swung, arrays.weights, tol_p, tol_r)]
+            q = q[converged(errors_swung, arrays.weights, tol_p, tol_r)]
             misses = ((swivel_angle(robot, spare, q, held) - swivel[2] + np.pi) % (2 * np.pi) - np.pi) if len(q) else misses[:0]
         added = 0
         for candidate, miss in zip(q, misses):
@@ -177,7 +177,7 @@ def find_configurations(
     joints = np.array(found)
     errors, _, _ = problem.residual(joints, arrays.rotations, arrays.positions, with_jacobian=False)
     errors_of = errors
-    current_reaches = bool(_converged(problem.residual(current[None], arrays.rotations, arrays.positions, with_jacobian=False)[0],
+    current_reaches = bool(converged(problem.residual(current[None], arrays.rotations, arrays.positions, with_jacobian=False)[0],
                                       arrays.weights, tol_p, tol_r)[0])
     result = []
     for q, err in zip(joints, errors_of):
@@ -227,11 +227,6 @@ def _random_seeds(problem, start: np.ndarray, count: int, rng: np.random.Generat
     seeds = np.tile(start, (count, 1))
     seeds[:, free] = rng.uniform(lower, upper, size=(count, len(free)))
     return seeds
-
-
-def _converged(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> np.ndarray:
-    ok = (errors <= np.array([tol_p, tol_r])) | (weights == 0)
-    return np.all(ok, axis=(-2, -1))
 
 
 def step_index(count: int, index: int, step: int) -> int:
