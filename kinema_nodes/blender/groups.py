@@ -432,9 +432,12 @@ def sync_group_uses(tree) -> bool:
             wanted.append(inner)
     if [use.tree for use in uses] == wanted:
         return False
-    uses.clear()
-    for inner in wanted:
-        uses.add().tree = inner
+    try:
+        uses.clear()
+        for inner in wanted:
+            uses.add().tree = inner
+    except (AttributeError, RuntimeError):  # a context that may not write data (a draw): next run does
+        return False
     return True
 
 
