@@ -258,6 +258,59 @@ def rig_solver(tree, rig):
     return solvers[0] if solvers else None
 
 
+def _control_channels(target):
+    """(owner, [data paths]) of the target's control: its pose bone's, or its object's."""
+    control = target.control_object
+    if control is None:
+        return None, []
+    if target.control_bone:
+        bone = control.pose.bones.get(target.control_bone) if control.pose else None
+        if bone is None:
+            return None, []
+        rotation = "rotation_quaternion" if bone.rotation_mode == "QUATERNION" else "rotation_euler"
+        prefix = f'pose.bones["{target.control_bone}"].'
+        return control, [prefix + "location", prefix + rotation]
+    rotation = "rotation_quaternion" if control.rotation_mode == "QUATERNION" else "rotation_euler"
+    return control, ["location", rotation]
+
+
+def control_fcurves(target) -> list:
+    from .animation import fcurves
+
+    owner, paths = _control_channels(target)
+    return [f for f in fcurves(owner) if f.data_path in paths] if owner is not None else []
+
+
+def hold_control_before(target, frame: float) -> None:
+    """Before a keyed hand-off moves an animated control: key it where it is one frame before
+    (stepped), so the frames up to the switch keep following the old link's path."""
+    for fcurve in control_fcurves(target):
+        points = fcurve.keyframe_points
+        if not any(abs(p.co[0] - (frame - 1)) < 1e-6 for p in points):
+            points.insert(frame - 1, fcurve.evaluate(frame - 1))
+        fcurve.update()
+
+
+def key_control_at(target, frame: float) -> None:
+    """After a keyed hand-off snapped an animated control: key it there, or the next frame
+    change would put it back on the old link's path and the arm would jump. The keys on either
+    side of the switch get straight (vector) handles facing away from it, so the jump between
+    them bends neither neighbouring stretch of the path."""
+    owner, paths = _control_channels(target)
+    if owner is None or not control_fcurves(target):
+        return
+    for path in paths:
+        owner.keyframe_insert(path, frame=frame)
+    for fcurve in control_fcurves(target):
+        for point in fcurve.keyframe_points:
+            if abs(point.co[0] - (frame - 1)) < 1e-6:
+                point.interpolation = "CONSTANT"
+                point.handle_left_type = "VECTOR"
+            elif abs(point.co[0] - frame) < 1e-6:
+                point.handle_right_type = "VECTOR"
+        fcurve.update()
+
+
 def key_target_link(target, robot, link: str, frame: float) -> None:
     """Key the target's link choice at `frame`, stepped."""
     from .animation import key_stepped

@@ -135,22 +135,25 @@ def switch_target_link(context, rig, target, link: str, key: bool | None = None)
     pose first, then the choice is set (and keyed, stepped, when `key` or when the choice is
     already keyed). Returns the link."""
     from .. import evaluator
-    from ..blender.edit import keep_pose_as_posture, key_target_link, snap_to_tool
+    from ..blender.edit import hold_control_before, keep_pose_as_posture, key_control_at, key_target_link, snap_to_tool
     from ..blender.rig import robot_for_rig
 
     robot = robot_for_rig(rig)
     link = robot.check_link(link)
     if key is None:
         key = is_link_animated(target)
+    frame = context.scene.frame_current
     if key:
-        frame = context.scene.frame_current
         _key_choice_before(target, robot, frame, context.scene.frame_start)
+        hold_control_before(target, frame)
         key_target_link(target, robot, link, frame)
-        keep_pose_as_posture(rig, target, context.scene.frame_current)  # the hand-off settles from here
+        keep_pose_as_posture(rig, target, frame)  # the hand-off settles from here
     else:
         target.link_index = 0
         target.link_name = link
     snap_to_tool(rig, target)  # puts the control on the link now aimed at
+    if key:
+        key_control_at(target, frame)
     evaluator.mark_dirty(target.id_data)
     return link
 
