@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -194,11 +193,9 @@ def test_import_on_full_disk_exits_2_and_keeps_old_blend(full_disk, good_blend):
 
 
 def test_import_into_read_only_folder_is_refused_before_blender(read_only_folder):
-    started = time.perf_counter()
     result = run_cli("import", "arm6", "--out", read_only_folder / "robot.blend")
     assert_cli_refusal(result, "not writable")
     assert not any(read_only_folder.iterdir())
-    assert started  # no timing asserted: the refusal names the folder before any import
 
 
 @pytest.mark.parametrize("option, make_bad", [
