@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 #: Modules that define Blender classes, in registration order. Each has a `CLASSES` tuple and
 #: may have `register()`/`unregister()` hooks for menus and handlers.
 BLENDER_MODULES = (
-    "ui.preferences", "tree", "nodes", "blender.build", "blender.limits", "ui.operators", "ui.joints_panel", "ui.ik_panel",
+    "ui.preferences", "tree", "nodes", "ui.node_buttons", "blender.build", "blender.limits", "ui.operators", "ui.joints_panel", "ui.ik_panel",
     "ui.ik_sections", "ui.bones_panel",
     "ui.group_operators", "ui.presets_panel", "ui.bake_panel", "ui.export_operators", "blender.handlers",
 )

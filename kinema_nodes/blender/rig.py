@@ -30,6 +30,7 @@ import numpy as np
 
 from ..core.errors import KinemaError
 from ..core.lru import LRU
+from ..core.model.bones import bone_channel
 from ..core.model.robot import Joint, RobotModel, robot_from_urdf_text
 
 #: Channel data paths, by kind.
@@ -54,22 +55,15 @@ class JointChannel:
     driven: bool  # a mimic joint: driven from its source's channel, never keyed
 
 
-def _axis_index(axis: np.ndarray) -> int | None:
-    """k when the unit axis is exactly +-e_k, else None."""
-    k = int(np.argmax(np.abs(axis)))
-    others = np.delete(axis, k)
-    return k if np.all(others == 0.0) else None
-
-
 def _channel_for(robot: RobotModel, joint: Joint) -> JointChannel:
     multiplier = joint.mimic.multiplier if joint.mimic else 1.0
     source = robot.joint_index(joint.mimic.joint if joint.mimic else joint.name)
-    k = _axis_index(joint.axis)
+    k, scale = bone_channel(joint.axis, multiplier)
     if k is not None:
         path = LOCATION if joint.type == "prismatic" else EULER
-        return JointChannel(joint.name, joint.child, path, k, float(np.sign(joint.axis[k]) * multiplier), source, joint.mimic is not None)
+        return JointChannel(joint.name, joint.child, path, k, scale, source, joint.mimic is not None)
     path = SLIDE if joint.type == "prismatic" else AXIS_ANGLE
-    return JointChannel(joint.name, joint.child, path, 0, float(multiplier), source, joint.mimic is not None)
+    return JointChannel(joint.name, joint.child, path, 0, scale, source, joint.mimic is not None)
 
 
 def joint_channels(robot: RobotModel) -> list[JointChannel]:

@@ -37,23 +37,4 @@ def key_configuration_index(node, frame: float, index: int | None = None) -> Non
     node.mark_dirty()
 
 
-class KINEMA_OT_key_configuration_index(bpy.types.Operator):
-    """Keyframe the configuration index at this frame, stepped (never passing through the ones between)"""
-
-    bl_idname = "kinema.key_configuration_index"
-    bl_label = "Key Configuration"
-    bl_options = {"REGISTER", "UNDO"}
-
-    node: bpy.props.StringProperty(name="Node")
-
-    def execute(self, context):
-        tree = getattr(context.space_data, "edit_tree", None) or getattr(context, "node_tree", None)
-        node = tree.nodes.get(self.node) if tree else None
-        if node is None:
-            self.report({"ERROR"}, f"no Configuration Select node '{self.node}' here")
-            return {"CANCELLED"}
-        key_configuration_index(node, context.scene.frame_current)
-        return {"FINISHED"}
-
-
-CLASSES = (KinemaConfigurationNode, KINEMA_OT_key_configuration_index)
+CLASSES = (KinemaConfigurationNode,)

@@ -158,44 +158,4 @@ def switch_target_link(context, rig, target, link: str, key: bool | None = None)
     return link
 
 
-class KINEMA_OT_switch_target_bone(bpy.types.Operator):
-    """Aim the IK target at another bone; the control snaps onto it so the arm does not jump"""
-
-    bl_idname = "kinema.switch_target_bone"
-    bl_label = "Switch Target Bone"
-    bl_options = {"REGISTER", "UNDO"}
-    bl_property = "link"
-
-    target: bpy.props.StringProperty(name="Target", description="IK Target node (default: the rig's first)")
-    link: bpy.props.StringProperty(name="Link", description="Bone to aim at")
-    key: bpy.props.EnumProperty(name="Key", items=[("AUTO", "Auto", "Key when the choice is already keyed"),
-                                                   ("KEY", "Key", "Key the choice at this frame (stepped)"),
-                                                   ("NO", "Don't Key", "Set the choice without a key")], default="AUTO")
-
-    @classmethod
-    def poll(cls, context):
-        from ..blender.edit import active_rig
-
-        return active_rig(context) is not None
-
-    def execute(self, context):
-        from ..core.errors import KinemaError
-        from ..blender.edit import active_rig, rig_tree, target_nodes
-
-        rig = active_rig(context)
-        tree = rig_tree(rig)
-        targets = target_nodes(tree, rig) if tree else []
-        target = tree.nodes.get(self.target) if (tree and self.target) else (targets[0] if targets else None)
-        if target is None:
-            self.report({"ERROR"}, "this rig has no IK target")
-            return {"CANCELLED"}
-        try:
-            link = switch_target_link(context, rig, target, self.link, {"AUTO": None, "KEY": True, "NO": False}[self.key])
-        except KinemaError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"Solving to '{link}'")
-        return {"FINISHED"}
-
-
-CLASSES = (KinemaIKTargetNode, KINEMA_OT_switch_target_bone)
+CLASSES = (KinemaIKTargetNode,)

@@ -67,28 +67,4 @@ class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
                              ranges=tuple((float(r.start), r.link) for r in self.ranges if r.link))
 
 
-class KINEMA_OT_link_switch_row(bpy.types.Operator):
-    """Add a row to a Link Switch node, or remove one"""
-
-    bl_idname = "kinema.link_switch_row"
-    bl_label = "Link Switch Row"
-    bl_options = {"REGISTER", "UNDO"}
-
-    node: bpy.props.StringProperty()
-    index: bpy.props.IntProperty(default=-1, description="Row to remove; -1 adds a row")
-
-    def execute(self, context):
-        tree = getattr(context.space_data, "edit_tree", None) or getattr(context, "node_tree", None)
-        node = tree.nodes.get(self.node) if tree else None
-        if node is None:
-            return {"CANCELLED"}
-        if self.index < 0:
-            last = node.ranges[-1].start + 1 if len(node.ranges) else float(context.scene.frame_current)
-            node.add_range(last, "")
-        elif self.index < len(node.ranges):
-            node.ranges.remove(self.index)
-            node.mark_dirty()
-        return {"FINISHED"}
-
-
-CLASSES = (KinemaLinkRange, KinemaLinkSwitchNode, KINEMA_OT_link_switch_row)
+CLASSES = (KinemaLinkRange, KinemaLinkSwitchNode)

@@ -14,17 +14,11 @@ class SidebarPanel:
     bl_category = "Kinema"
 
 
-class RigOperator:
-    """Mix-in for an operator on the active robot rig: one undo step takes it all back, and an
-    error the user can act on goes to Blender's report area, never a traceback."""
+class ReportingOperator:
+    """Mix-in for an operator that does its work in one undo step and reports an error the user
+    can act on in Blender's report area, never as a traceback."""
 
     bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
-
-    @classmethod
-    def poll(cls, context):
-        from ..blender.edit import active_rig
-
-        return active_rig(context) is not None
 
     def reported(self, work, errors: tuple = ()) -> set[str]:
         """Run `work()` (it may return its info line): {"FINISHED"}, or {"CANCELLED"} with the
@@ -39,3 +33,13 @@ class RigOperator:
         if isinstance(message, str) and message:
             self.report({"INFO"}, message)
         return {"FINISHED"}
+
+
+class RigOperator(ReportingOperator):
+    """Mix-in for an operator on the active robot rig (only offered when there is one)."""
+
+    @classmethod
+    def poll(cls, context):
+        from ..blender.edit import active_rig
+
+        return active_rig(context) is not None

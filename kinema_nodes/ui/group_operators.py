@@ -4,6 +4,8 @@ their menu entries and keys. The work is in blender/groups.py; these are the but
 from __future__ import annotations
 
 import bpy
+
+from . import ReportingOperator
 from ..nodes.group import GROUP_IDNAME, KinemaGroupNode, KinemaGroupUse, register_group_uses, unregister_group_uses
 from ..tree import TREE_IDNAME
 from ..blender.groups import group_nodes, ungroup
@@ -15,29 +17,41 @@ def _kinema_editor(context) -> bool:
         and getattr(space, "edit_tree", None) is not None
 
 
-class KINEMA_OT_group_make(bpy.types.Operator):
+class _EditorOperator(ReportingOperator):
+    """An operator of the Kinema node editor on its open tree, offered when `wants(tree)`."""
+
+    @classmethod
+    def poll(cls, context):
+        return _kinema_editor(context) and bool(cls.wants(context.space_data.edit_tree))
+
+
+def _selected(tree) -> list:
+    return [n for n in tree.nodes if n.select]
+
+
+def _active_group(tree):
+    node = tree.nodes.active
+    return node if node is not None and node.bl_idname == GROUP_IDNAME else None
+
+
+class KINEMA_OT_group_make(_EditorOperator, bpy.types.Operator):
     """Move the selected nodes into a new node group, used here through a Group node"""
 
     bl_idname = "kinema.group_make"
     bl_label = "Make Group"
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return _kinema_editor(context) and any(n.select for n in context.space_data.edit_tree.nodes)
+    wants = staticmethod(_selected)
 
     def execute(self, context):
         tree = context.space_data.edit_tree
-        try:
-            node = group_nodes(tree, [n for n in tree.nodes if n.select])
-        except ValueError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        for other in tree.nodes:
-            other.select = False
-        node.select = True
-        tree.nodes.active = node
-        return {"FINISHED"}
+
+        def make():
+            node = group_nodes(tree, _selected(tree))
+            for other in tree.nodes:
+                other.select = False
+            node.select = True
+            tree.nodes.active = node
+
+        return self.reported(make)
 
 
 class KINEMA_OT_group_edit(bpy.types.Operator):
@@ -65,28 +79,15 @@ class KINEMA_OT_group_edit(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class KINEMA_OT_group_ungroup(bpy.types.Operator):
+class KINEMA_OT_group_ungroup(_EditorOperator, bpy.types.Operator):
     """Put the active Group node's nodes back into this tree"""
 
+    wants = staticmethod(_active_group)
     bl_idname = "kinema.group_ungroup"
     bl_label = "Ungroup"
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        if not _kinema_editor(context):
-            return False
-        node = context.space_data.edit_tree.nodes.active
-        return node is not None and node.bl_idname == GROUP_IDNAME
 
     def execute(self, context):
-        tree = context.space_data.edit_tree
-        try:
-            ungroup(tree, tree.nodes.active)
-        except ValueError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        return {"FINISHED"}
+        return self.reported(lambda: ungroup(context.space_data.edit_tree, _active_group(context.space_data.edit_tree)) and None)
 
 
 def draw_group_menu(self, context):

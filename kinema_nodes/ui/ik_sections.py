@@ -83,15 +83,13 @@ class _Section(_NeedsTarget, SidebarPanel):
     bl_parent_id = PANEL
     bl_options = {"DEFAULT_CLOSED"}  # noqa: RUF012 -- Blender reads a set
 
-    def draw(self, context):
-        self.draw_section(self.layout, active_rig(context))
-
-
 class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):
     bl_idname = "KINEMA_PT_ik_configuration"
     bl_label = "Configuration"
 
-    def draw_section(self, layout, rig):
+    def draw(self, context):
+        layout = self.layout
+        rig = active_rig(context)
         row = layout.row(align=True)
         row.operator("kinema.find_solutions", icon="VIEWZOOM")
         state = found_solutions.get(rig.name)
@@ -137,7 +135,9 @@ class KINEMA_PT_ik_elbow_swivel(_Section, bpy.types.Panel):
     def poll(cls, context):
         return super().poll(context) and _spare_joint(active_rig(context))
 
-    def draw_section(self, layout, rig):
+    def draw(self, context):
+        layout = self.layout
+        rig = active_rig(context)
         tree = rig_tree(rig)
         nodes = swivel_nodes(tree)
         if not nodes:
@@ -161,7 +161,9 @@ class KINEMA_PT_ik_target_bone(_Section, bpy.types.Panel):
     bl_idname = "KINEMA_PT_ik_target_bone"
     bl_label = "Hand-off"
 
-    def draw_section(self, layout, rig):
+    def draw(self, context):
+        rig = active_rig(context)
+        layout = self.layout
         tree = rig_tree(rig)
         solver = rig_solver(tree, rig)
         if solver.solving_to:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.camera import frame_points, view_tangents
-from kinema_nodes.core.model.bones import bone_local_poses, default_bone_length
+from kinema_nodes.core.model.bones import bone_channel, bone_local_poses, default_bone_length
 from kinema_nodes.core.model.kinematics import link_poses
 from kinema_nodes.core.model.rotations import (matrix_to_quaternion, pose_matrices, pose_matrix, quaternion_to_matrix,
                                                same_hemisphere, wrap_angle)
@@ -72,3 +72,11 @@ def test_pose_matrices_match_pose_matrix_row_by_row():
     batch = pose_matrices(positions, wxyz)
     for i in range(6):
         assert np.allclose(batch[i], pose_matrix(positions[i], wxyz[i]), atol=1e-15)
+
+
+@pytest.mark.parametrize("axis, multiplier, expected", [
+    ((0, 0, 1), 1.0, (2, 1.0)), ((0, -1, 0), 2.0, (1, -2.0)), ((-1, 0, 0), -0.5, (0, 0.5)),
+    ((0, 0.6, 0.8), 1.5, (None, 1.5)), ((1e-12, 0, 1), 1.0, (None, 1.0)),
+])
+def test_a_joint_is_keyed_on_the_bone_axis_it_is_aligned_with(axis, multiplier, expected):
+    assert bone_channel(axis, multiplier) == expected

@@ -42,6 +42,17 @@ def default_bone_length(rest_poses: np.ndarray) -> float:
     return float(np.clip(0.1 * extent, 0.05, 0.2))
 
 
+def bone_channel(axis, multiplier: float = 1.0) -> tuple[int | None, float]:
+    """How a joint about (or along) unit `axis` is keyed on its bone: (k, scale) when the axis is
+    exactly +-e_k (the bone's own k-th Euler angle or location, scaled by the axis sign and the
+    mimic multiplier), else (None, multiplier) for a general axis (an angle or a slide of its own)."""
+    axis = np.asarray(axis, dtype=float)
+    k = int(np.argmax(np.abs(axis)))
+    if np.all(np.delete(axis, k) == 0.0):
+        return k, float(np.sign(axis[k]) * multiplier)
+    return None, float(multiplier)
+
+
 def bone_local_poses(rest: np.ndarray, poses: np.ndarray, parent_pose: np.ndarray | None = None,
                      parent_rest: np.ndarray | None = None) -> np.ndarray:
     """The pose-bone (basis) matrices that put a bone at armature-space `poses` (N, 4, 4).
