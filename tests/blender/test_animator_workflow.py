@@ -197,8 +197,9 @@ def author_hand_off(bpy, rig, target, tool, elbow, path, key_after_switch=True):
     return scene
 
 
-@pytest.mark.parametrize("name, key_after_switch", [("ur10", True), ("baxter", True), ("baxter", False)])
-def test_a_keyed_hand_off_replays_without_a_pop(blender, name, key_after_switch):
+@pytest.mark.parametrize("name, key_after_switch, backend", [("ur10", True, "NUMPY"), ("baxter", True, "NUMPY"),
+                                                            ("baxter", False, "NUMPY"), ("baxter", True, "PYROKI")])
+def test_a_keyed_hand_off_replays_without_a_pop(blender, name, key_after_switch, backend):
     bpy = blender
     from kinema_nodes.blender.baking import bake_tree
 
@@ -207,7 +208,7 @@ def test_a_keyed_hand_off_replays_without_a_pop(blender, name, key_after_switch)
     robot = robot_of(rig)
     home = home_pose(robot) if home is None else np.array(home)
     pose_rig(bpy, rig, home)
-    tree, target, solver = add_target(bpy, rig, tool)
+    tree, target, solver = add_target(bpy, rig, tool, backend)
     elbow = elbow_link(robot, tool)
     scene = author_hand_off(bpy, rig, target, tool, elbow, arm_path(robot, tool, home, 4, amplitude=0.2), key_after_switch)
 
