@@ -112,3 +112,37 @@ def _fcurves(obj):
     from kinema_nodes.blender.baking import channelbag  # slotted actions (4.4+) or a legacy action
 
     return list(channelbag(obj).fcurves)
+
+
+def test_bake_of_1e200_quaternions_writes_no_nan_into_the_blend(tmp_path):
+    """The issue's case end to end: a CSV whose rotations are (1e200, 1e200, 0, 0)-scale is
+    baked; every key and every pose-bone channel in the saved .blend is finite."""
+    import subprocess
+    import sys
+
+    targets = tmp_path / "targets.csv"
+    targets.write_text("frame,x,y,z,qw,qx,qy,qz\n" + "".join(
+        f"{frame},0.4,{0.1 + 0.01 * frame},0.4,0,1e200,1e200,0\n" for frame in range(1, 5)))
+    out = tmp_path / "bake.blend"
+    result = run_cli("bake", "arm6", "--targets", targets, "--out", out, "--solver", "numpy")
+    assert result.returncode in (0, 3), result.stderr[-1500:]
+    script = (
+        "import bpy, math, os\n"
+        f"bpy.ops.wm.open_mainfile(filepath={str(out)!r})\n"
+        "values = []\n"
+        "for action in bpy.data.actions:\n"
+        "    curves = list(getattr(action, 'fcurves', []) or [])\n"
+        "    for layer in getattr(action, 'layers', []):\n"
+        "        for strip in layer.strips:\n"
+        "            for bag in strip.channelbags:\n"
+        "                curves += list(bag.fcurves)\n"
+        "    values += [c for f in curves for p in f.keyframe_points for c in p.co]\n"
+        "for obj in bpy.data.objects:\n"
+        "    if obj.pose:\n"
+        "        values += [v for b in obj.pose.bones for v in (*b.location, *b.rotation_quaternion, *b.rotation_euler)]\n"
+        "print('VALUES', len(values), 'BAD', sum(not math.isfinite(v) for v in values))\n"
+        "os._exit(0)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("VALUES"))
+    count, bad = int(line.split()[1]), int(line.split()[3])
+    assert count > 20 and bad == 0, line
