@@ -18,6 +18,7 @@ import bpy
 import numpy as np
 
 from ..core.errors import KinemaError, UnknownNameError
+from .animation import pose_bone_path
 from ..core.stages.limits import KINDS, LimitReport, Limits, check_limits, limits_for
 
 #: Markers the limits check places (the bake's own flags use "Kinema: ").
@@ -89,10 +90,6 @@ def find_rig(name: str | None = None):
     return rigs[0]
 
 
-def _escape(name: str) -> str:
-    return name.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def _channelbag(action, slot):
     """The F-curves of `action` for `slot` (Blender 4.4+), or the legacy action itself."""
     try:
@@ -115,7 +112,7 @@ def joint_fcurves(rig, robot) -> list:
     curves = []
     for channel in actuated_channels(robot):
         index = 0 if channel.data_path == SLIDE else channel.index
-        path = f'pose.bones["{_escape(channel.bone)}"].{channel.data_path}'
+        path = pose_bone_path(channel.bone, channel.data_path)
         curves.append(bag.fcurves.find(path, index=index) if bag is not None else None)
     return curves
 
@@ -267,7 +264,7 @@ def write_retimed_action(rig, robot, result, first_frame: int, *, assign: bool =
     joint_paths = {}
     for i, channel in enumerate(actuated_channels(robot)):
         index = 0 if channel.data_path == SLIDE else channel.index
-        joint_paths[(f'pose.bones["{_escape(channel.bone)}"].{channel.data_path}', index)] = (i, channel.scale)
+        joint_paths[(pose_bone_path(channel.bone, channel.data_path), index)] = (i, channel.scale)
     old_bag = _channelbag(original, slot)
     new_bag = _channelbag(copy, _matching_slot(copy, slot))
     for curve in list(new_bag.fcurves):
