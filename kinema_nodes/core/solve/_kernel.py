@@ -21,6 +21,7 @@ bounds each call by iterations and checks its budget between calls.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -33,6 +34,11 @@ import numpy as np
 MAX_STEP = 0.6
 MAX_DAMPING = 1e6
 START_DAMPING = 1e-3
+#: The damping never falls below this. On a redundant chain J^T J is singular, and a step solved
+#: with a tinier damping amplifies rounding (1 / damping) into the spare joints: answers would
+#: then depend on summation order, not on the problem. At 1e-6 the numba and NumPy forms agree
+#: to ~1e-10 while the step on the joints the task sees is unchanged (their eigenvalues are >> 1e-6).
+MIN_DAMPING = 1e-6
 #: A descent whose cost has not halved in this many iterations stops (a restart is cheaper).
 STALL_WINDOW = 10
 #: ... unless its cost is already this small (it is creeping onto a tight tolerance).
@@ -128,6 +134,8 @@ class KernelChain:
                      self.column, self.tip_node, self.tip_rot, self.tip_pos, self.affects, self.point_node,
                      self.point_rot, self.point_pos, self.point_affects, self.free, self.lower, self.upper)
 
+        self.ints, self.floats = _buffers(self.data)
+
     @property
     def plain_data(self) -> tuple:
         """`data` plus what the NumPy leaves use: the ChainProblem and the swivel point chains."""
@@ -145,6 +153,20 @@ class KernelChain:
                 point_chains.append((chain, selector))
             self._plain_data = (*self.data, self.problem, point_chains)
         return self._plain_data
+
+
+def _buffers(data: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """`data` as two flat buffers (int64, float64), the layout `_unpack` reads. numba's
+    dispatch pays per argument (twenty arrays cost microseconds a call), so the compiled
+    kernel takes these two and unpacks them inside."""
+    (parent, kind, axis, rot0, pos0, source, mult, offset, column, tip_node, tip_rot, tip_pos, affects, point_node,
+     point_rot, point_pos, point_affects, free, lower, upper) = data
+    header = np.array([len(parent), len(tip_node), len(point_node), len(free)], dtype=np.int64)
+    ints = np.concatenate([header, parent, kind, source, column, tip_node, point_node, free,
+                           affects.astype(np.int64).ravel(), point_affects.astype(np.int64).ravel()]).astype(np.int64)
+    floats = np.concatenate([axis.ravel(), rot0.ravel(), pos0.ravel(), mult, offset, tip_rot.ravel(), tip_pos.ravel(),
+                             point_rot.ravel(), point_pos.ravel(), lower, upper]).astype(float)
+    return ints, floats
 
 
 # ---- leaves, scalar form (what numba compiles) -------------------------------------------------
@@ -498,7 +520,7 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
             errors[:, :] = errors_trial
             r, r_trial = r_trial, r
             J, J_trial = J_trial, J
-            damping = max(damping * 0.2, 1e-12)
+            damping = max(damping * 0.2, MIN_DAMPING)
         else:
             damping = min(damping * 10.0, MAX_DAMPING)
             if damping >= MAX_DAMPING:
@@ -531,10 +553,75 @@ def _solve_rows(data, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, 
     return ran
 
 
+def _unpack(ints, floats):
+    """`KernelChain.data` from the two flat buffers (views, no copies)."""
+    m, t, p, k = ints[0], ints[1], ints[2], ints[3]
+    at = 4
+    parent = ints[at:at + m]
+    kind = ints[at + m:at + 2 * m]
+    source = ints[at + 2 * m:at + 3 * m]
+    column = ints[at + 3 * m:at + 4 * m]
+    at += 4 * m
+    tip_node = ints[at:at + t]
+    point_node = ints[at + t:at + t + p]
+    free = ints[at + t + p:at + t + p + k]
+    at += t + p + k
+    affects = ints[at:at + t * m].reshape((t, m))
+    point_affects = ints[at + t * m:at + t * m + p * m].reshape((p, m))
+    at = 0
+    axis = floats[at:at + 3 * m].reshape((m, 3))
+    rot0 = floats[at + 3 * m:at + 12 * m].reshape((m, 3, 3))
+    pos0 = floats[at + 12 * m:at + 15 * m].reshape((m, 3))
+    mult = floats[at + 15 * m:at + 16 * m]
+    offset = floats[at + 16 * m:at + 17 * m]
+    at = 17 * m
+    tip_rot = floats[at:at + 9 * t].reshape((t, 3, 3))
+    tip_pos = floats[at + 9 * t:at + 12 * t].reshape((t, 3))
+    at += 12 * t
+    point_rot = floats[at:at + 9 * p].reshape((p, 3, 3))
+    point_pos = floats[at + 9 * p:at + 12 * p].reshape((p, 3))
+    at += 12 * p
+    lower = floats[at:at + k]
+    upper = floats[at + k:at + 2 * k]
+    return (parent, kind, axis, rot0, pos0, source, mult, offset, column, tip_node, tip_rot, tip_pos, affects, point_node,
+            point_rot, point_pos, point_affects, free, lower, upper)
+
+
+def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, q_out, errors_out, stats_out):
+    """`_solve_rows` with the chain as two buffers, targets as one (P, T, 14) array (position,
+    rotation, weights), settings (tol_p, tol_r, max_iterations, stall_window, stop_at_first) and
+    the per-row swivel residual, iterations and converged flag in stats_out (S, 3): ten arguments."""
+    data = _unpack(ints, floats)
+    count = targets.shape[0]
+    tcount = targets.shape[1]
+    tpos = np.empty((count, tcount, 3))
+    trot = np.empty((count, tcount, 3, 3))
+    twt = np.empty((count, tcount, 2))
+    for p in range(count):
+        for t in range(tcount):
+            for a in range(3):
+                tpos[p, t, a] = targets[p, t, a]
+                for b in range(3):
+                    trot[p, t, a, b] = targets[p, t, 3 + 3 * a + b]
+            twt[p, t, 0] = targets[p, t, 12]
+            twt[p, t, 1] = targets[p, t, 13]
+    rows = seeds.shape[0]
+    swivel = np.zeros(rows)
+    iterations = np.zeros(rows, dtype=np.int64)
+    converged = np.zeros(rows, dtype=np.bool_)
+    ran = _solve_rows(data, seeds, problem_of, tpos, trot, twt, wanted, settings[0], settings[1], int(settings[2]),
+                      int(settings[3]), settings[4] > 0.5, q_out, errors_out, swivel, iterations, converged)
+    for s in range(rows):
+        stats_out[s, 0] = swivel[s]
+        stats_out[s, 1] = iterations[s]
+        stats_out[s, 2] = 1.0 if converged[s] else 0.0
+    return ran
+
+
 # ---- building the two forms --------------------------------------------------------------------
 
 _LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_evaluate", "_normal", "_damped_solve",
-           "_converged", "_descend", "_solve_rows")
+           "_converged", "_descend", "_solve_rows", "_unpack", "_packed_rows")
 _lock = threading.Lock()
 _numpy_form: types.FunctionType | None = None
 _numba_form = None
@@ -591,11 +678,13 @@ def _build_numba() -> None:
             clone.__module__ = __name__
             clone.__qualname__ = original.__qualname__
             namespace[name] = numba.njit(cache=True, nogil=True)(clone)
-        run = namespace["_solve_rows"]
-        seeds = np.zeros((1, 1))
-        run(_example_chain(), seeds, np.zeros(1, dtype=np.int64), np.zeros((1, 1, 3)), np.eye(3)[None, None].copy(),
-            np.ones((1, 1, 2)), np.zeros(1), 1e-5, 1e-5, 2, STALL_WINDOW, False, np.empty((1, 1)), np.empty((1, 1, 2)),
-            np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_))
+        run = namespace["_packed_rows"]
+        ints, floats = _buffers(_example_chain())
+        targets = np.zeros((1, 1, 14))
+        targets[0, 0, 3:12] = np.eye(3).ravel()
+        targets[0, 0, 12:] = 1.0
+        run(ints, floats, np.zeros((1, 1)), np.zeros(1, dtype=np.int64), targets, np.zeros(1),
+            np.array([1e-5, 1e-5, 2.0, STALL_WINDOW, 0.0]), np.empty((1, 1)), np.empty((1, 1, 2)), np.empty((1, 3)))
         global _numba_leaves
         _numba_leaves = namespace  # the jitted leaves (the posture slide evaluates with `_evaluate`)
         _numba_form, _numba_reason, _state = run, None, "ready"
@@ -630,23 +719,45 @@ def kernel_status(wait: bool = False) -> tuple[str, str | None]:
     return ("numba", None) if _compiled(wait) is not None else ("numpy", _numba_reason)
 
 
+_force_plain = False
+
+
+@contextlib.contextmanager
+def plain_numpy():
+    """Run every kernel call inside on the plain NumPy form, numba or not (tests, benchmarks)."""
+    global _force_plain
+    previous, _force_plain = _force_plain, True
+    try:
+        yield
+    finally:
+        _force_plain = previous
+
+
 def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations,
                stall_window=STALL_WINDOW, stop_at_first=False, compiled: bool | None = None):
-    """Run the kernel (`_solve_rows`); `compiled=None` takes numba when it is there, False
+    """Run the kernel (`_solve_rows`); `compiled=None` takes numba when it is ready, False
     forces the plain NumPy form. Returns (q (S,n), errors (S,T,2), swivel (S,), iterations (S,),
     converged (S,))."""
     count = seeds.shape[0]
     q = np.empty_like(seeds)
     errors = np.empty((count, chain.targets, 2))
-    swivel = np.zeros(count)
-    iterations = np.zeros(count, dtype=np.int64)
-    converged = np.zeros(count, dtype=np.bool_)
+    if compiled is None and _force_plain:
+        compiled = False
     run = _compiled(wait=bool(compiled)) if compiled is not False else None
     if compiled and run is None:
         raise RuntimeError(_numba_reason or "numba is not available")
-    data = chain.data
-    if run is None:
-        run, data = _plain(), chain.plain_data
-    run(data, seeds, problem_of, tpos, trot, twt, wanted, float(tol_p), float(tol_r), int(max_iterations),
-        int(stall_window), bool(stop_at_first), q, errors, swivel, iterations, converged)
+    if run is not None:
+        targets = np.empty((tpos.shape[0], chain.targets, 14))
+        targets[..., :3] = tpos
+        targets[..., 3:12] = trot.reshape(tpos.shape[0], chain.targets, 9)
+        targets[..., 12:] = twt
+        stats = np.empty((count, 3))
+        settings = np.array([tol_p, tol_r, max_iterations, stall_window, 1.0 if stop_at_first else 0.0], dtype=float)
+        run(chain.ints, chain.floats, seeds, problem_of, targets, wanted, settings, q, errors, stats)
+        return q, errors, stats[:, 0], stats[:, 1].astype(np.int64), stats[:, 2] > 0.5
+    swivel = np.zeros(count)
+    iterations = np.zeros(count, dtype=np.int64)
+    converged = np.zeros(count, dtype=np.bool_)
+    _plain()(chain.plain_data, seeds, problem_of, tpos, trot, twt, wanted, float(tol_p), float(tol_r), int(max_iterations),
+             int(stall_window), bool(stop_at_first), q, errors, swivel, iterations, converged)
     return q, errors, swivel, iterations, converged

@@ -111,6 +111,27 @@ def random_seeds(problem: ChainProblem, start: np.ndarray, attempt: int) -> np.n
     return seeds
 
 
+def _rows_until(problem, seeds, targets, tol_p, tol_r, max_iterations, stop_at_first: bool, deadline: float):
+    """`descend_batch` over the seeds, all in one call when the kernel is compiled; seed by seed
+    on the plain NumPy form (the kernel never reads the clock, and there a seed costs
+    milliseconds), stopping at the deadline. Rows not run have iterations -1."""
+    if _kernel.kernel_status()[0] == "numba" and not _kernel._force_plain:
+        return descend_batch(problem, seeds, targets, tol_p, tol_r, max_iterations, stop_at_first=stop_at_first)
+    parts = []
+    for row in range(len(seeds)):
+        part = descend_batch(problem, seeds[row:row + 1], targets, tol_p, tol_r, max_iterations)
+        parts.append(part)
+        if (stop_at_first and part[4][0]) or time.perf_counter() > deadline:
+            break
+    rest = len(seeds) - len(parts)
+    q = np.concatenate([p[0] for p in parts] + [seeds[len(parts):]])
+    errors = np.concatenate([p[1] for p in parts] + [np.full((rest, len(targets.links), 2), np.inf)])
+    swivel = np.concatenate([p[2] for p in parts] + [np.zeros(rest)])
+    iterations = np.concatenate([p[3] for p in parts] + [np.full(rest, -1, dtype=np.int64)])
+    converged = np.concatenate([p[4] for p in parts] + [np.zeros(rest, dtype=bool)])
+    return q, errors, swivel, iterations, converged
+
+
 def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: float):
     """Warm: one descent from `start`, then one batch of random restarts if it failed, taking
     the converged answer nearest the start. Cold: batches of seeds (the first led by `start`),
@@ -128,7 +149,7 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
             seeds = random_seeds(problem, start, attempt)
             if attempt == 0:
                 seeds[0] = start  # the start leads
-            rows = descend_batch(problem, seeds, targets, tol_p, tol_r, options.max_iterations, stop_at_first=options.cold)
+            rows = _rows_until(problem, seeds, targets, tol_p, tol_r, options.max_iterations, options.cold, deadline)
             q, errors, iterations, converged = pick(rows[0], rows[1], rows[3], rows[4], start, targets.weights, options.cold)
         total += iterations
         if converged:

@@ -1,0 +1,223 @@
+"""The compiled LM kernel (core/solve/_kernel.py) on real robots.
+
+- The numba build is the code we read: the same functions run un-jitted give the same bits.
+- Without numba the NumPy form (same loop, vectorised leaves) gives the same answers within
+  1e-9 through `solve`, cold and warm, on Panda, UR5, Kinova, xArm7 and the two arms of a PR2
+  at once (continuous wrist joints, a held torso slide).
+- Its Jacobian is the derivative of its own FK (finite differences), mimic fingers included.
+- The contract of `solve` holds with numba present and with numba blocked, measured with
+  yourdfpy's FK, and both processes answer the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import matrix_to_quaternion
+from kinema_nodes.core.solve import IKTarget, SolveOptions, check_targets, descend_batch, kernel_status, problem_for, solve
+from kinema_nodes.core.solve import _kernel
+from kinema_nodes.core.solve._numpy_backend import kernel_chain
+
+CASES = {
+    "panda": ("panda_hand",),
+    "ur5": ("tool0",),
+    "kinova": ("j2s6s200_end_effector",),
+    "xarm7": ("link_eef",),
+    "pr2": ("r_gripper_tool_frame", "l_gripper_tool_frame"),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_kernel():
+    """numba is a main dependency: the compiled kernel must be here (built once per machine)."""
+    status = kernel_status(wait=True)
+    assert status == ("numba", None), status
+
+
+def goals_at(robot, q, links) -> list[IKTarget]:
+    goals = []
+    for link in links:
+        pose = link_pose(robot, q, link)
+        goals.append(IKTarget(link, tuple(pose[:3, 3]), tuple(matrix_to_quaternion(pose))))
+    return goals
+
+
+def test_the_numba_build_is_the_code_we_read(robots):
+    """numba compiles the kernel's own functions; run by the interpreter they give the same
+    bits (no fast-math), on converged and stalled descents and with the swivel equation."""
+    robot = robots("xarm7")
+    links = ("link_eef",)
+    problem = problem_for(robot, links, frozenset())
+    from kinema_nodes.core.stages.swivel import swivel_links
+
+    rng = np.random.default_rng(11)
+    arrays = check_targets(robot, goals_at(robot, robot.random_configurations(1, rng)[0], links))
+    seeds = robot.random_configurations(5, rng)
+    swivel = swivel_links(robot, "link_eef")
+    for swivel_args in ({}, {"swivel_links": swivel, "swivel": 0.7}):
+        compiled = descend_batch(problem, seeds, arrays, 1e-5, 1e-5, 60, compiled=True, **swivel_args)
+        chain = kernel_chain(problem, swivel_args.get("swivel_links"))
+        out = (np.empty_like(seeds), np.empty((len(seeds), 1, 2)), np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64),
+               np.zeros(len(seeds), dtype=np.bool_))
+        wanted = np.full(len(seeds), swivel_args.get("swivel", 0.0))
+        _kernel._solve_rows(chain.data, seeds, np.zeros(len(seeds), dtype=np.int64), arrays.positions[None],
+                            arrays.rotations[None], arrays.weights[None], wanted, 1e-5, 1e-5, 60, _kernel.STALL_WINDOW, False, *out)
+        np.testing.assert_array_equal(out[0], compiled[0])
+        np.testing.assert_array_equal(out[3], compiled[3])
+        assert compiled[3].max() > 1  # real descents, not a no-op
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_numba_and_plain_numpy_give_the_same_answers(robots, name):
+    """`solve` on the numba kernel and on the plain NumPy form: the same joints within 1e-9,
+    cold from mid-limits and warm from a nearby start. (PR2 cold, 14 joints for two hands, is
+    left out: its unconverged restarts end wherever their stalled descents stop.)"""
+    robot = robots(name)
+    links = CASES[name]
+    held = frozenset(robot.held_joints(True))
+    held_index = [robot.joint_index(n) for n in held]
+    rng = np.random.default_rng(5)
+    modes = ("warm",) if name == "pr2" else ("cold", "warm")
+    compared = 0
+    for q in robot.random_configurations(8, rng):
+        goals = goals_at(robot, q, links)
+        for mode in modes:
+            start = robot.mid_configuration() if mode == "cold" else np.clip(q + 0.05 * rng.standard_normal(robot.dof),
+                                                                                 robot.lower, robot.upper)
+            start[held_index] = q[held_index]  # held joints where the target was made: it stays reachable
+            options = SolveOptions(backend="numpy", cold=mode == "cold", held_joints=held, budget_ms=5000)
+            fast = solve(robot, goals, start, options)
+            with _kernel.plain_numpy():
+                plain = solve(robot, goals, start, options)
+            assert fast.converged and plain.converged, (mode, fast, plain)
+            np.testing.assert_allclose(fast.joints, plain.joints, rtol=0, atol=1e-9)
+            assert abs(fast.position_error - plain.position_error) <= 1e-9
+            compared += 1
+    assert compared == 8 * len(modes)
+
+
+@pytest.mark.parametrize("name, link", [("panda", "panda_rightfinger"), ("pr2", "l_gripper_tool_frame")])
+def test_kernel_jacobian_is_the_derivative_of_its_forward_kinematics(robots, name, link):
+    """Central differences of the kernel's own residual against its Jacobian (revolute,
+    prismatic and mimic joints: the Panda's right finger follows the left one), and its FK
+    against core.model.kinematics."""
+    robot = robots(name)
+    problem = problem_for(robot, (link,), frozenset())
+    chain = kernel_chain(problem)
+    rng = np.random.default_rng(2)
+    q = robot.random_configurations(1, rng)[0]
+    # at the target the rotation error's derivative is exactly minus the angular velocity
+    arrays = check_targets(robot, goals_at(robot, q, (link,)))
+    k = len(problem.free)
+
+    def evaluate(x):
+        errors, r, jac = np.empty((1, 2)), np.empty(6), np.empty((6, k))
+        _kernel._evaluate(chain.data, x, arrays.positions[0][None], arrays.rotations[0][None], arrays.weights[0][None], 0.0,
+                          errors, r, jac)
+        return errors, r, jac
+
+    errors, r, jac = evaluate(q)
+    far = robot.random_configurations(1, rng)[0]
+    reference, _, _ = problem.residual(far[None], arrays.rotations, arrays.positions, with_jacobian=False)
+    np.testing.assert_allclose(evaluate(far)[0], reference[0], atol=1e-12)
+    h = 1e-6
+    numeric = np.empty((6, k))
+    for c, joint in enumerate(problem.free):
+        up, down = q.copy(), q.copy()
+        up[joint] += h
+        down[joint] -= h
+        numeric[:, c] = -(evaluate(up)[1] - evaluate(down)[1]) / (2 * h)  # residual = target - current
+    np.testing.assert_allclose(jac, numeric, atol=1e-6)
+
+
+def test_the_compiled_kernel_lives_in_the_kinema_cache_folder():
+    from kinema_nodes.core.solve import cache_root
+
+    folder = cache_root() / "numba"
+    assert any(folder.rglob("*.nbi")), f"no numba cache index under {folder}"
+
+
+CONTRACT_SCRIPT = textwrap.dedent("""
+    import json, sys
+    if sys.argv[1] == "blocked":
+        sys.modules["numba"] = None  # `import numba` now raises ImportError
+    import numpy as np
+    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.kinematics import link_pose
+    from kinema_nodes.core.model.rotations import matrix_to_quaternion
+    from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_status, solve
+
+    out = {"status": list(kernel_status(wait=True))}
+    kinova = load_robot("kinova")
+    link = "j2s6s200_end_effector"
+    rng = np.random.default_rng(7)
+    rows = []
+    for q in kinova.random_configurations(6, rng):
+        pose = link_pose(kinova, q, link)
+        target = IKTarget(link, tuple(pose[:3, 3]), tuple(matrix_to_quaternion(pose)))
+        start = q + rng.uniform(-0.2, 0.2, kinova.dof)
+        start[0] += 4 * np.pi  # a multi-turn joint two turns away: the answer stays near the start
+        result = solve(kinova, target, start, SolveOptions(backend="numpy", budget_ms=60_000))
+        rows.append({"start": start.tolist(), "target": [target.position, target.wxyz], "joints": result.joints.tolist(),
+                     "converged": result.converged, "errors": [result.position_error, result.rotation_error],
+                     "backend": result.backend})
+    out["kinova"] = rows
+    panda = load_robot("panda")
+    start = panda.mid_configuration()
+    far = IKTarget("panda_hand", (3.0, 0.0, 0.5), (1.0, 0.0, 0.0, 0.0))
+    # a budget no run reaches, so both processes stop where the algorithm stops, not where the clock does
+    result = solve(panda, far, start, SolveOptions(backend="numpy", held_joints=frozenset({"panda_joint1"}), budget_ms=60_000))
+    out["unreachable"] = {"start": start.tolist(), "joints": result.joints.tolist(), "converged": result.converged,
+                          "reason": result.reason, "errors": [result.position_error, result.rotation_error]}
+    print(json.dumps(out))
+""")
+
+
+def _run_contract(mode: str) -> dict:
+    env = dict(os.environ)
+    done = subprocess.run([sys.executable, "-c", CONTRACT_SCRIPT, mode], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_solve_contract_holds_with_numba_and_with_numba_blocked(robots):
+    """Limits, multi-turn unwrap, held joints to the bit, float64 errors (yourdfpy's FK), no
+    NaN for an unreachable target; numba present and numba blocked answer the same to 1e-9."""
+    import yourdfpy
+
+    with_numba, blocked = _run_contract("present"), _run_contract("blocked")
+    assert with_numba["status"] == ["numba", None]
+    assert blocked["status"][0] == "numpy" and "numba could not be used" in blocked["status"][1]
+    kinova = robots("kinova")
+    link = "j2s6s200_end_effector"
+    urdf = yourdfpy.URDF.load(str(kinova.path), load_meshes=False, build_scene_graph=True, build_collision_scene_graph=False)
+    continuous = kinova.is_continuous
+    assert continuous[0]
+    for run in (with_numba, blocked):
+        for row in run["kinova"]:
+            q, start = np.array(row["joints"]), np.array(row["start"])
+            assert row["converged"] and row["backend"] == "numpy"
+            assert np.all(np.isfinite(q)) and np.all(q >= kinova.lower) and np.all(q <= kinova.upper)
+            # the multi-turn joint is unwrapped to the value nearest the start (two turns up)
+            assert abs(q[0] - start[0]) <= np.pi + 1e-9
+            urdf.update_cfg(dict(zip(kinova.actuated_joint_names, q)))
+            pose = urdf.get_transform(link, urdf.base_link)
+            position, wxyz = row["target"]
+            assert np.linalg.norm(pose[:3, 3] - np.array(position)) <= 1e-5 + 1e-9
+            assert row["errors"][0] == pytest.approx(float(np.linalg.norm(pose[:3, 3] - np.array(position))), abs=1e-9)
+        far = run["unreachable"]
+        q, start = np.array(far["joints"]), np.array(far["start"])
+        assert not far["converged"] and far["reason"] in ("out of reach", "blocked by a joint limit")
+        assert np.all(np.isfinite(q)) and np.isfinite(far["errors"]).all()
+        assert q[0] == start[0]  # held: to the bit
+    for a, b in zip(with_numba["kinova"], blocked["kinova"]):
+        np.testing.assert_allclose(a["joints"], b["joints"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(with_numba["unreachable"]["joints"], blocked["unreachable"]["joints"], rtol=0, atol=1e-9)
