@@ -342,7 +342,9 @@ def blender_ext() -> Path:
     """Blender's extension tool, from the bpy wheel (found without importing bpy)."""
     spec = importlib.util.find_spec("bpy")
     if spec is None or not spec.origin:
-        raise SystemExit("the bpy module is not installed in this Python: it carries Blender's extension builder and validator")
+        raise SystemExit(f"build_extension: the bpy module is not installed in this Python ({sys.executable}); it carries "
+                         "Blender's extension builder and validator. Run the script with the Python of the project's "
+                         "virtual environment: .venv/bin/python scripts/build_extension.py")
     found = sorted(Path(spec.origin).parent.glob("*/scripts/addons_core/bl_pkg/cli/blender_ext.py"))
     if not found:
         raise SystemExit(f"blender_ext.py not found under {Path(spec.origin).parent}")
@@ -433,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     platforms = args.platform or list(PLATFORMS)
     lines = [current_line()] if args.current_line else (args.line or list(LINES))
+    blender_ext()  # Blender's builder comes with bpy: refuse now, before any download, when it is missing
     try:
         builds = build_all(platforms, lines, args.dist)
     except DownloadError as exc:

@@ -227,7 +227,7 @@ def run_bake(args) -> int:
     payload.update(limit_payload)
     if over_limits and payload.get("status") == "ok":
         payload["status"] = "flagged"
-    text = "\n".join([text, *limit_lines])
+    text = [*text, *limit_lines]
     emit(args, payload, text)
     return exit_code(payload)
 
@@ -256,6 +256,7 @@ def check_csv_links(csv_path, urdf: str, track: TargetTrack) -> None:
 def joints_by_flag(flags: dict[int, list[str]]) -> str:
     """{frame: [joints]} -> "joint4 frames 10–20; joint6 frame 31" (the joints behind a flag)."""
     from ..blender.baking import frame_ranges
+    from ..core.errors import printable
 
     frames_of: dict[str, list[int]] = {}
     for frame, names in sorted(flags.items()):
@@ -263,11 +264,11 @@ def joints_by_flag(flags: dict[int, list[str]]) -> str:
             frames_of.setdefault(name, []).append(frame)
     parts = []
     for name, frames in frames_of.items():
-        parts.append(f"{name} frame{'s' if len(frames) > 1 else ''} {frame_ranges(frames)}")
+        parts.append(f"{printable(name)} frame{'s' if len(frames) > 1 else ''} {frame_ranges(frames)}")
     return "; ".join(parts)
 
 
-def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float, title: str = "") -> tuple[dict, str]:
+def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float, title: str = "") -> tuple[dict, list[str]]:
     result = outcome.result
     robot = result.solution.robot
     report = result.report
@@ -314,7 +315,7 @@ def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float,
         lines.append(f"joints written to {joints_out}")
     if report_png:
         lines.append(f"report picture {report_png}")
-    return payload, "\n".join(lines)
+    return payload, lines
 
 
 # ---- demo ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -16,7 +17,12 @@ from ..core.errors import KinemaError, printable
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (the CLI's error contract)."""
+    """argparse, but a usage error is one line (the CLI's error contract), and a negative number
+    in any notation (`-1e-5`, `-.5`, `-inf`) is a value, not an option: `--target 0.4 -1e-5 ...`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.I)
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -26,7 +32,7 @@ def parse_joint_values(items: list[str] | None) -> dict[str, float]:
     """NAME=VALUE pairs -> {name: value}; bad pairs are a `KinemaError`."""
     values: dict[str, float] = {}
     for item in items or []:
-        name, sep, text = item.partition("=")
+        name, sep, text = item.rpartition("=")  # the last '=': a joint may be called "a=b", a number never is
         if not sep or not name:
             raise KinemaError(f"joint value '{item}' is not NAME=VALUE")
         try:
@@ -50,13 +56,15 @@ _notes = None
 BLENDER_COMMANDS = ("import", "configs", "bake", "demo", "export")
 
 
-def emit(args, payload: dict, text: str) -> None:
-    """Print the JSON object with --json, else the human text (each line terminal-safe)."""
+def emit(args, payload: dict, text: str | list[str]) -> None:
+    """Print the JSON object with --json, else the human text, terminal-safe: given as a list of
+    lines, a newline inside one (from a name) is shown as an escape rather than starting a line."""
     out = _answer or sys.stdout
     if getattr(args, "json", False):
         print(json.dumps(payload, allow_nan=False), file=out)
     else:
-        print("\n".join(printable(line) for line in text.split("\n")), file=out)
+        lines = text if isinstance(text, list) else text.split("\n")
+        print("\n".join(printable(line) for line in lines), file=out)
     out.flush()
 
 

@@ -81,7 +81,7 @@ def run_configs(args) -> int:
         lines.append("  none: the target is out of reach or blocked by joint limits")
     if payload["render"]:
         lines.append(f"contact sheet: {payload['render']}")
-    emit(args, payload, "\n".join(lines))
+    emit(args, payload, lines)
     return 0 if configurations else 3
 
 

@@ -94,7 +94,7 @@ def read_targets_csv(path: str | Path) -> TargetTrack:
     rows were not in frame order."""
     path = Path(path)
     where = f"targets '{path}'"
-    reader = csv.reader(io.StringIO(_read_text(path), newline=""))
+    reader = csv.reader(io.StringIO(_read_text(path), newline=""), strict=True)
     try:
         header = next(reader, None)
     except csv.Error as exc:
@@ -108,7 +108,6 @@ def read_targets_csv(path: str | Path) -> TargetTrack:
     columns = [header.index(c) for c in CSV_COLUMNS]
     link_column = header.index("link") if "link" in header else None
     rows, links, line_numbers = [], [], []
-    unnormalised: list[tuple[int, float]] = []
     while True:
         try:
             row = next(reader)
@@ -144,15 +143,6 @@ def read_targets_csv(path: str | Path) -> TargetTrack:
         if abs(frame) > BLENDER_MAX_FRAME:
             raise KinemaError(f"{where} line {line}, column frame: {int(frame)} is outside Blender's frame range "
                               f"-{BLENDER_MAX_FRAME:,} .. {BLENDER_MAX_FRAME:,}")
-        quaternion = np.array(values[4:8])
-        biggest = float(np.max(np.abs(quaternion)))
-        if biggest == 0.0:
-            raise KinemaError(f"{where} line {line}, columns qw,qx,qy,qz: the quaternion 0,0,0,0 has zero length")
-        scaled = quaternion / biggest  # scale first: (1e200, 1e200, 0, 0) must not overflow the norm
-        length = float(np.linalg.norm(scaled)) * biggest
-        if abs(length - 1.0) > UNIT_QUATERNION_SLACK:
-            unnormalised.append((line, length))
-        values[4:8] = scaled / np.linalg.norm(scaled)
         rows.append(values)
         line_numbers.append(line)
         if link_column is not None:
@@ -160,6 +150,16 @@ def read_targets_csv(path: str | Path) -> TargetTrack:
     if not rows:
         raise KinemaError(f"{where} has a header but no rows")
     data = np.array(rows)
+    quaternions = data[:, 4:8]
+    biggest = np.max(np.abs(quaternions), axis=1)
+    if np.any(biggest == 0.0):
+        line = line_numbers[int(np.flatnonzero(biggest == 0.0)[0])]
+        raise KinemaError(f"{where} line {line}, columns qw,qx,qy,qz: the quaternion 0,0,0,0 has zero length")
+    scaled = quaternions / biggest[:, None]  # scaled first: (1e200, 1e200, 0, 0) must not overflow the norm
+    norms = np.linalg.norm(scaled, axis=1)
+    lengths = norms * biggest
+    data[:, 4:8] = scaled / norms[:, None]
+    unnormalised = [(line_numbers[i], float(lengths[i])) for i in np.flatnonzero(np.abs(lengths - 1.0) > UNIT_QUATERNION_SLACK)]
     frames = data[:, 0].astype(int)
     out_of_order = np.flatnonzero(np.diff(frames) < 0)
     order = np.argsort(frames, kind="stable")

@@ -59,7 +59,7 @@ def run_demo(args) -> int:
                                    title=f"Kinema Nodes demo: {DEMO_ROBOT} traces a figure-eight, then the elbow leads")
     payload["render"] = str(render_path)
     payload["targets"] = str(targets_csv.resolve())
-    emit(args, payload, text + f"\nrendered {render_path}")
+    emit(args, payload, [*text, f"rendered {render_path}"])
     return exit_code(payload)
 
 

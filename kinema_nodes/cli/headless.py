@@ -17,6 +17,7 @@ _REGISTERED = False
 def headless_blender(empty_file: bool = True):
     """The bpy module with Kinema Nodes registered (once per process) and, by default, an empty file."""
     global _REGISTERED
+    _let_the_kernel_build_finish()
     # Blender logs start-up notes (colour management, ...) as it imports and loads its first file.
     with _silenced():
         try:
@@ -34,6 +35,15 @@ def headless_blender(empty_file: bool = True):
     if bpy is None:
         raise KinemaError("this command needs Blender's Python module: pip install bpy (see the README)")
     return bpy
+
+
+def _let_the_kernel_build_finish() -> None:
+    """Wait for a solver-kernel build (numba, in a thread) that a solve before Blender started:
+    loading numba's and Blender's libraries at the same time can deadlock (both carry LLVM; seen
+    as `demo` hanging for ever, one run in three, in two `create_module` calls)."""
+    kernel = sys.modules.get(__package__.rpartition(".")[0] + ".core.solve._kernel")
+    if kernel is not None and getattr(kernel, "_state", "") == "compiling":
+        kernel.kernel_status(wait=True)
 
 
 @contextlib.contextmanager

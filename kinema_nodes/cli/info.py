@@ -68,7 +68,7 @@ def run_info(args) -> int:
         lines.append(f"  {j['name']:<28} {j['type']:<10} axis [{axis}]  {_limits_text(j)}{mimic}")
     lines.append(f"links ({len(info['links'])}): {', '.join(info['links'])}")
     lines.extend(f"note: {n}" for n in info["notes"])
-    emit(args, info, "\n".join(lines))
+    emit(args, info, lines)
     return 0
 
 
@@ -117,7 +117,7 @@ def run_fk(args) -> int:
         "joints": dict(zip(robot.actuated_joint_names, q.tolist())),
         "clamped": clamped,
     }
-    text = "\n".join(
+    text = (
         [f"{link} in {robot.root_link}:"]
         + ["  " + "  ".join(f"{v: .6f}" for v in row) for row in pose]
         + [f"position (m): {' '.join(f'{v:.6f}' for v in position)}", f"quaternion (w x y z): {' '.join(f'{v:.6f}' for v in quaternion)}"]

@@ -86,11 +86,15 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
         else:
             draw.ellipse([points[0][0] - 2, points[0][1] - 2, points[0][0] + 2, points[0][1] + 2], fill=(30, 90, 200))
         used_low, used_high = float(values.min()), float(values.max())
-        for value, above in ((used_high, True), (used_low, False)):  # the range actually used, where it is
-            y = y_of(value)
-            for x in range(int(plot_right - 70), int(plot_right), 4):
-                draw.line([x, y, x + 2, y], fill=(120, 120, 130))
-            draw.text((plot_right - 66, y + 1 if above else y - 13), f"{value * scale:.1f}{unit}", fill=(60, 60, 70), font=small)
+        y_high, y_low = y_of(used_high), y_of(used_low)
+        spread = max(0.0, 14.0 - (y_low - y_high)) / 2  # two labels closer than a line of text move apart
+        for value, y, label_y in ((used_high, y_high, y_high - spread), (used_low, y_low, y_low + spread)):
+            for x in range(int(plot_right - 36), int(plot_right), 4):  # the range actually used, where it is
+                draw.line([x, y, x + 2, y], fill=(110, 110, 120))
+            text = f"{value * scale:.1f}{unit}"
+            right_edge = plot_right - 40
+            box = draw.textbbox((0, 0), text, font=small)
+            draw.text((right_edge - (box[2] - box[0]), label_y - (box[3] + box[1]) / 2), text, fill=(60, 60, 70), font=small)
         g0 = width - right - gauge
         draw.rectangle([g0, y0, width - right, y1], fill=(226, 230, 236), outline=(150, 150, 160))
         if limited:

@@ -71,7 +71,7 @@ def run_solve(args) -> int:
         lines.append(f"note: NumPy solver used: {result.fallback_reason}")
     lines += [f"  {name:<28} {value: .6f} {'m' if prismatic else 'rad'}"
               for (name, value), prismatic in zip(payload["joints"].items(), robot.is_prismatic)]
-    emit(args, payload, "\n".join(lines))
+    emit(args, payload, lines)
     return 0 if result.converged else 3
 
 
