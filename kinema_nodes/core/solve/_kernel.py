@@ -734,9 +734,10 @@ def plain_numpy():
 
 
 def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations,
-               stall_window=STALL_WINDOW, stop_at_first=False, compiled: bool | None = None):
+               stall_window=STALL_WINDOW, stop_at_first=False, compiled: bool | None = None, packed=None):
     """Run the kernel (`_solve_rows`); `compiled=None` takes numba when it is ready, False
-    forces the plain NumPy form. Returns (q (S,n), errors (S,T,2), swivel (S,), iterations (S,),
+    forces the plain NumPy form. `packed` (P, T, 14): the targets as the compiled kernel reads
+    them, when the caller has them so already. Returns (q (S,n), errors (S,T,2), swivel (S,), iterations (S,),
     converged (S,))."""
     count = seeds.shape[0]
     q = np.empty_like(seeds)
@@ -747,13 +748,14 @@ def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, t
     if compiled and run is None:
         raise RuntimeError(_numba_reason or "numba is not available")
     if run is not None:
-        targets = np.empty((tpos.shape[0], chain.targets, 14))
-        targets[..., :3] = tpos
-        targets[..., 3:12] = trot.reshape(tpos.shape[0], chain.targets, 9)
-        targets[..., 12:] = twt
+        if packed is None:
+            packed = np.empty((tpos.shape[0], chain.targets, 14))
+            packed[..., :3] = tpos
+            packed[..., 3:12] = trot.reshape(tpos.shape[0], chain.targets, 9)
+            packed[..., 12:] = twt
         stats = np.empty((count, 3))
         settings = np.array([tol_p, tol_r, max_iterations, stall_window, 1.0 if stop_at_first else 0.0], dtype=float)
-        run(chain.ints, chain.floats, seeds, problem_of, targets, wanted, settings, q, errors, stats)
+        run(chain.ints, chain.floats, seeds, problem_of, packed, wanted, settings, q, errors, stats)
         return q, errors, stats[:, 0], stats[:, 1].astype(np.int64), stats[:, 2] > 0.5
     swivel = np.zeros(count)
     iterations = np.zeros(count, dtype=np.int64)

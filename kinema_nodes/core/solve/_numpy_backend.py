@@ -63,16 +63,17 @@ def descend_batch(problem: ChainProblem, seeds: np.ndarray, targets, tol_p, tol_
     wanted = np.zeros(count) if swivel is None else np.ascontiguousarray(np.broadcast_to(swivel, (count,)), dtype=float)
     return _kernel.solve_rows(chain, seeds, np.zeros(count, dtype=np.int64), targets.positions[None], targets.rotations[None],
                               targets.weights[None], wanted, tol_p, tol_r, max_iterations, stall_window, stop_at_first,
-                              compiled)
+                              compiled, None if targets.packed is None else targets.packed[None])
 
 
 def lm_run(problem: ChainProblem, q0: np.ndarray, targets, tol_p, tol_r, max_iterations, deadline=None, compiled=None):
     """One descent from q0 (n,): (q, errors, iterations, converged). The kernel never reads
     the clock; `deadline` is accepted for the callers' symmetry and bounded by max_iterations."""
     chain = kernel_chain(problem)
+    packed = None if targets.packed is None else targets.packed[None]
     q, errors, _, iterations, converged = _kernel.solve_rows(
         chain, np.asarray(q0, dtype=float)[None], _ZERO_INDEX, targets.positions[None], targets.rotations[None],
-        targets.weights[None], _ZERO, tol_p, tol_r, max_iterations, STALL_WINDOW, False, compiled)
+        targets.weights[None], _ZERO, tol_p, tol_r, max_iterations, STALL_WINDOW, False, compiled, packed)
     return q[0], errors[0], int(iterations[0]), bool(converged[0])
 
 

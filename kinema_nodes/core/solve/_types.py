@@ -84,6 +84,9 @@ class TargetArrays:
     rotations: np.ndarray  # (T, 3, 3)
     wxyz: np.ndarray  # (T, 4), unit
     weights: np.ndarray  # (T, 2): position, rotation
+    #: (T, 14): position, rotation (row-major), weights in one C-contiguous block, the layout the
+    #: compiled kernel reads (the three fields above are views of it when `_pack` made them).
+    packed: np.ndarray | None = None
 
 
 def as_target_list(targets: IKTarget | Sequence[IKTarget]) -> list[IKTarget]:
@@ -115,9 +118,43 @@ def check_targets(robot, targets: IKTarget | Sequence[IKTarget]) -> TargetArrays
     return _pack(targets, tuple(links))
 
 
+_MAX_DISTANCE_SQUARED = MAX_TARGET_DISTANCE_M ** 2
+
+
 def _pack(targets: Sequence[IKTarget], links: tuple[str, ...]) -> TargetArrays:
-    """The number checks of `check_targets` and the arrays, for links already checked."""
-    positions, quaternions, weights = [], [], []
+    """The number checks of `check_targets` and the arrays, for links already checked. The
+    every-frame case (plain numbers, all fine) is tested in a few float operations per target;
+    anything else goes through `_pack_checked`, which names what is wrong."""
+    rows, quaternions = [], []
+    try:
+        for target in targets:
+            px, py, pz = target.position
+            w, x, y, z = target.wxyz
+            px, py, pz, w, x, y, z = float(px), float(py), float(pz), float(w), float(x), float(y), float(z)
+            wp, wr = float(target.position_weight), float(target.rotation_weight)
+            norm2 = w * w + x * x + y * y + z * z
+            # NaN fails every comparison; an overflow to inf fails the bounds: both go to the careful path
+            if not (px * px + py * py + pz * pz <= _MAX_DISTANCE_SQUARED and 1e-12 <= norm2 < math.inf
+                    and 0.0 <= wp < math.inf and 0.0 <= wr < math.inf and (wp > 0.0 or wr > 0.0)):
+                raise ValueError
+            norm = math.sqrt(norm2)
+            w, x, y, z = w / norm, x / norm, y / norm, z / norm
+            quaternions.append((w, x, y, z))
+            rows.append((px, py, pz,
+                         1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+                         2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                         2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y), wp, wr))
+    except (TypeError, ValueError):
+        return _pack_checked(targets, links)
+    packed = np.array(rows)
+    count = len(rows)
+    return TargetArrays(links, packed[:, :3], packed[:, 3:12].reshape(count, 3, 3), np.array(quaternions), packed[:, 12:14],
+                        packed)
+
+
+def _pack_checked(targets: Sequence[IKTarget], links: tuple[str, ...]) -> TargetArrays:
+    """`_pack` one check at a time, raising a message that names the link and the problem."""
+    rows, quaternions = [], []
     for target, link in zip(targets, links):
         try:
             position = [float(v) for v in target.position]
@@ -142,12 +179,14 @@ def _pack(targets: Sequence[IKTarget], links: tuple[str, ...]) -> TargetArrays:
         pair = [float(target.position_weight), float(target.rotation_weight)]
         if not all(math.isfinite(v) and v >= 0 for v in pair) or not any(v > 0 for v in pair):
             raise KinemaError(f"IK target for '{link}': weights must be finite, not negative, and not both zero (got {pair})")
-        positions.append(position)
-        quaternions.append([v / norm for v in quaternion])
-        weights.append(pair)
-    return TargetArrays(
-        links, np.array(positions), np.array([_rotation_matrix(*q) for q in quaternions]), np.array(quaternions), np.array(weights)
-    )
+        unit = [v / norm for v in quaternion]
+        quaternions.append(unit)
+        rotation = _rotation_matrix(*unit)
+        rows.append(position + rotation[0] + rotation[1] + rotation[2] + pair)
+    packed = np.array(rows)
+    count = len(rows)
+    return TargetArrays(links, packed[:, :3], packed[:, 3:12].reshape(count, 3, 3), np.array(quaternions), packed[:, 12:14],
+                        packed)
 
 
 def pack_targets(robot, targets: IKTarget | Sequence[IKTarget], checked_links: dict) -> TargetArrays:
