@@ -107,6 +107,9 @@ MARKER_PLATFORM = {
 ROOTS = {
     "core": ["yourdfpy", "lxml", "trimesh", "pycollada"],
     "solver": ["jax", "jaxlib", "ml-dtypes", "almond-pyroki", "almond-jaxls", "jaxlie", "flatbuffers"],
+    # The compiled IK kernel (core/solve/_kernel.py); optional at run time (plain NumPy form).
+    # Intel macOS gets numba 0.62.1, the last release with wheels there.
+    "kernel": ["numba"],
 }
 
 #: Why each bundled distribution is there. The closure of ROOTS is computed from the wheels'
@@ -120,6 +123,8 @@ WHY: dict[str, str] = {
     "pycollada": "trimesh loads .dae meshes through it (example-robot-data's visuals are .dae)",
     "python-dateutil": "pycollada",
     "tzdata": "python-dateutil 4",
+    "numba": "the compiled IK kernel of the NumPy solver, Elbow Swivel and Find Solutions",
+    "llvmlite": "numba's compiler",
     "jax": "the solver's array library",
     "jaxlib": "jax's compiled runtime (the largest wheel by far)",
     "ml-dtypes": "jax, jaxlib",
@@ -308,6 +313,14 @@ def gather_wheels(line: Line, platform: str) -> Build:
     except DownloadError as exc:
         note = f"no solver: {exc}"
         log(f"  ! {platform} / {line.label}: solver wheels unavailable, core only (NumPy solver): {exc}")
+    has_solver = everything is not core
+    kernel_pulled = {name: set(owners) for name, owners in pulled_in_by.items()}
+    try:
+        everything = closure(ROOTS["kernel"], line, platform, everything, kernel_pulled)
+        pulled_in_by = kernel_pulled
+    except DownloadError as exc:
+        note = (note + "; " if note else "") + f"no compiled kernel: {exc}"
+        log(f"  ! {platform} / {line.label}: numba wheels unavailable, the kernel runs as plain NumPy: {exc}")
     undocumented = sorted(set(everything) - set(WHY))
     if undocumented:
         raise SystemExit(
@@ -315,7 +328,7 @@ def gather_wheels(line: Line, platform: str) -> Build:
             + "; ".join(f"{n}: {', '.join(sorted(pulled_in_by.get(n, ())))}" for n in undocumented)
             + "); add each to WHY, or to LEFT_OUT with the reason it is safe to leave out"
         )
-    build = Build(line, platform, sorted(everything.values()), everything is not core, note)
+    build = Build(line, platform, sorted(everything.values()), has_solver, note)
     build.pulled_in_by = {name: sorted(owners) for name, owners in pulled_in_by.items()}
     return build
 

@@ -98,6 +98,13 @@ INSTALL_SCRIPT = textwrap.dedent(
             "fallback_reason": result.fallback_reason, "position_error": result.position_error,
             "finite": bool(np.all(np.isfinite(result.joints))), "seconds": time.perf_counter() - started,
         }
+        # The compiled kernel from the bundled numba wheels (compiled here into the solver cache).
+        report["kernel"] = list(solvers.kernel_status(wait=True))
+        kernel_result = solvers.solve(robot, target, robot.zero_configuration(),
+                                      solvers.SolveOptions(backend="numpy", budget_ms=120000.0))
+        report["kernel_solve"] = {"backend": kernel_result.backend, "converged": bool(kernel_result.converged),
+                                  "finite": bool(np.all(np.isfinite(kernel_result.joints)))}
+        report["numba_file"] = importlib.import_module("numba").__file__
     report["modules_from"] = sorted({
         getattr(m, "__file__", None) and m.__name__.split(".")[0]
         for m in list(sys.modules.values())
@@ -187,6 +194,17 @@ def test_installed_extension_solves_ik_with_pyroki_from_the_bundled_wheels(insta
     assert solve["fallback_reason"] is None
     assert solve["converged"] and solve["finite"], solve
     assert solve["position_error"] < 1e-4
+
+
+@pytest.mark.skipif(not _solvers_in_package(), reason="kinema_nodes.core.solve does not exist yet (issue 3)")
+def test_installed_extension_solves_on_the_compiled_kernel_from_the_bundled_numba(installed):
+    """The zip carries numba (and llvmlite) for linux-x64; the installed add-on compiles its
+    kernel with them and the NumPy backend solves on it."""
+    assert installed["kernel"] == ["numba", None], installed["kernel"]
+    assert any(installed["numba_file"].startswith(p) for p in installed["extension_site_packages"]), installed["numba_file"]
+    assert {"numba", "llvmlite"} <= set(installed["modules_from"])
+    solve = installed["kernel_solve"]
+    assert solve["backend"] == "numpy" and solve["converged"] and solve["finite"], solve
 
 
 @pytest.mark.skipif(not _solvers_in_package(), reason="kinema_nodes.core.solve does not exist yet (issue 3)")
