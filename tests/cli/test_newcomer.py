@@ -600,3 +600,36 @@ def test_report_marks_too_fast_only_on_the_joints_that_were_too_fast(tmp_path):
     assert checked >= 6
     quiet_frame = 3  # nothing moves: no band on any strip
     assert not any(orange_in_strip(row, quiet_frame) for row in range(len(payload["keyed_joints"])))
+
+
+def test_bench_says_what_success_at_1e_5_means():
+    result = kinema("bench", "z1", "--n", 5, "--solver", "numpy")
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("success "))
+    assert "(1e-5: within limits, position error <= 1e-5 m and rotation error <= 1e-5 rad)" in line
+    assert "(practical: <= 1 mm and <= 0.01 rad)" in line
+
+
+def test_configs_rows_carry_joint_names_and_units():
+    from kinema_nodes.core.model.kinematics import link_pose
+    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.rotations import matrix_to_quaternion
+
+    robot = load_robot("ur10", check_meshes=False)
+    pose = link_pose(robot, np.array([0.3, -1.2, 1.4, -1.6, -1.5, 0.4]), "tool0")
+    result = kinema("configs", "ur10", "--target", *pose[:3, 3], *matrix_to_quaternion(pose))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = lines[1].split()
+    assert header[:2] == ["shoulder_pan_joint", "(deg)"] and "wrist_3_joint" in header and header[-2:] == ["position", "error"]
+    rows = [line for line in lines[2:] if re.match(r"\s+\d+:", line)]
+    assert rows and all(line.rstrip().endswith(("mm", "<- current")) for line in rows)
+    assert all(len(line.split(":")[1].split()) >= 6 + 2 for line in rows)  # six joints, then the error and its unit
+
+
+def test_import_says_it_clamped_in_one_warning_line(tmp_path):
+    result = kinema("import", "z1", "--out", tmp_path / "z1.blend", "--joints", "joint2=5", "--json")
+    assert result.returncode == 0, result.stderr
+    assert one_line(result.stderr) == ("kinema-nodes: warning: joint values outside the joint limits, clamped: "
+                                       "joint2=5 rad -> 2.96706 rad (limits 0 rad .. 2.96706 rad)")
+    assert json.loads(result.stdout)["clamped"] == ["joint2"]
