@@ -10,6 +10,7 @@ import math
 import os
 import re
 import sys
+import warnings
 
 import numpy as np
 
@@ -96,9 +97,16 @@ def own_lines_only(verbose: bool = False):
     os.dup2(saved_err if verbose else devnull, 1)
     if not verbose:
         os.dup2(devnull, 2)
+    from ..core import errors
+
+    errors.NOTES = _notes  # Kinema's own notes (a corrupt cache entry, ...) still reach the terminal
+    show_warning = warnings.showwarning
+    warnings.showwarning = _kinema_warnings_to(_notes, show_warning)
     try:
         yield
     finally:
+        errors.NOTES = None
+        warnings.showwarning = show_warning
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved_out, 1)
@@ -108,6 +116,17 @@ def own_lines_only(verbose: bool = False):
         _answer = _notes = None
         for fd in (saved_out, saved_err, devnull):
             os.close(fd)
+
+
+def _kinema_warnings_to(stream, other):
+    """A `warnings.showwarning` that prints Kinema's own warnings (a skipped preset file, ...)
+    as one line on `stream`, and leaves everyone else's to `other`."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith(__package__.rpartition(".")[0] + "."):
+            print(f"kinema-nodes: warning: {printable(str(message))}", file=stream, flush=True)
+        else:
+            other(message, category, filename, lineno, file, line)
+    return show
 
 
 def finite_number(value: float, option: str, *, low: float, high: float) -> float:

@@ -56,3 +56,16 @@ def printable(text: str, newlines: bool = True) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+#: Where Kinema's own one-line notes go: stderr, or (set by the command line while Blender's and
+#: the solvers' output is kept off the terminal) a stream onto the real stderr.
+NOTES = None
+
+
+def say(message: str) -> None:
+    """One line of Kinema's own on stderr (never stdout: the CLI's answer goes there)."""
+    import sys
+
+    stream = NOTES or sys.stderr
+    print(printable(message), file=stream, flush=True)

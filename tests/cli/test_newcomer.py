@@ -633,3 +633,19 @@ def test_import_says_it_clamped_in_one_warning_line(tmp_path):
     assert one_line(result.stderr) == ("kinema-nodes: warning: joint values outside the joint limits, clamped: "
                                        "joint2=5 rad -> 2.96706 rad (limits 0 rad .. 2.96706 rad)")
     assert json.loads(result.stdout)["clamped"] == ["joint2"]
+
+
+def test_kinemas_own_notes_still_reach_stderr_while_blender_is_kept_quiet(tmp_path):
+    """A preset file that cannot be read is skipped with a warning naming it (#19.2): the quiet
+    redirect drops Blender's lines, not Kinema's own."""
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    (presets / "broken.json").write_bytes(b"\xff\xfe{not json")
+    targets = write_targets(tmp_path / "t.csv", [GOOD])
+    result = kinema("bake", "z1", "--targets", targets, "--out", tmp_path / "p.blend", "--preset", "no such preset",
+                    "--solver", "numpy", env={"KINEMA_NODES_PRESET_DIR": str(presets)})
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, result.stderr
+    assert lines[0].startswith(f"kinema-nodes: warning: skipped preset {presets / 'broken.json'}: ")
+    assert lines[1].startswith("kinema-nodes: error: no preset named 'no such preset'")

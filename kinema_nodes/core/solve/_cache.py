@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 from ..lru import DEFAULT_LRU_SIZE, LRU
@@ -37,7 +36,9 @@ _reported: set[str] = set()
 
 def note(message: str) -> None:
     """One line on stderr (never stdout: the CLI's answer goes there)."""
-    print(f"kinema-nodes: {message}", file=sys.stderr, flush=True)
+    from ..errors import say
+
+    say(f"kinema-nodes: {message}")
 
 
 def write_entry(path: Path, magic: bytes, header: bytes, payload: bytes) -> bool:
