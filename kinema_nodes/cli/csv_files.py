@@ -196,11 +196,11 @@ def name_cell(name: str) -> str:
 
 
 def write_csv_file(path: Path, text: str) -> None:
-    """The one place these CSVs reach the disk (kept small so it can be made atomic)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
-        handle.write(text)
+    """The one place these CSVs reach the disk: whole or not at all (core.files: a temporary in
+    the same folder, fsynced, then moved over the old file; a full disk is one line)."""
+    from ..core.files import write_text
+
+    write_text(Path(path), text, "CSV")
 
 
 def targets_csv_text(track: TargetTrack) -> str:
