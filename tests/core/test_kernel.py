@@ -22,7 +22,9 @@ import pytest
 
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion
-from kinema_nodes.core.solve import IKTarget, SolveOptions, check_targets, descend_batch, kernel_status, problem_for, solve
+from kinema_nodes.core.errors import KinemaError
+from kinema_nodes.core.solve import (IKTarget, SolveOptions, check_targets, descend_batch, kernel_status, prepare, problem_for,
+                                     solve)
 from kinema_nodes.core.solve import _kernel
 from kinema_nodes.core.solve._numpy_backend import kernel_chain
 
@@ -221,3 +223,34 @@ def test_solve_contract_holds_with_numba_and_with_numba_blocked(robots):
     for a, b in zip(with_numba["kinova"], blocked["kinova"]):
         np.testing.assert_allclose(a["joints"], b["joints"], rtol=0, atol=1e-9)
     np.testing.assert_allclose(with_numba["unreachable"]["joints"], blocked["unreachable"]["joints"], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["panda", "pr2"])
+def test_a_prepared_solve_answers_as_solve_does(robots, name):
+    """`prepare(...).solve(positions, wxyz, start)` (checks done once, arrays to the kernel and
+    back) gives `solve`'s answer along a tracked path, two hands at once on the PR2, and
+    refuses bad numbers with `solve`'s message."""
+    robot = robots(name)
+    links = CASES[name]
+    held = frozenset(robot.held_joints(True))
+    options = SolveOptions(backend="numpy", held_joints=held, budget_ms=5000)
+    prepared = prepare(robot, links, options)
+    rng = np.random.default_rng(9)
+    q = robot.random_configurations(1, rng)[0]
+    current = q.copy()
+    for step in range(20):
+        q = np.clip(q + 0.01 * rng.standard_normal(robot.dof), robot.lower, robot.upper)
+        q[[robot.joint_index(n) for n in held]] = current[[robot.joint_index(n) for n in held]]
+        goals = goals_at(robot, q, links)
+        positions = np.array([g.position for g in goals])
+        wxyz = np.array([g.wxyz for g in goals])
+        fast = prepared.solve(positions, wxyz, current)
+        general = solve(robot, goals, current, options)
+        assert fast.converged and general.converged
+        np.testing.assert_allclose(fast.joints, general.joints, rtol=0, atol=1e-9)
+        assert fast.position_error == pytest.approx(general.position_error, abs=1e-9)
+        current = fast.joints
+    bad = positions.copy()
+    bad[0, 1] = np.nan
+    with pytest.raises(KinemaError, match="not finite"):
+        prepared.solve(bad, wxyz, current)

@@ -13,7 +13,7 @@ says whether that kernel is numba-compiled here; `run_benchmark` is the BENCHMAR
 protocol, shared by `kinema-nodes bench` and bench/bench_ik.py.
 """
 
-from ._api import batch_unavailable, pyroki_available, solve, solve_many, solve_trajectory, warm_up
+from ._api import PreparedSolve, batch_unavailable, prepare, pyroki_available, solve, solve_many, solve_trajectory, warm_up
 from ._bench import run_benchmark
 from ._cache import DEFAULT_LRU_SIZE, cache_root
 from ._chain import TargetChain, problem_for
@@ -24,6 +24,7 @@ from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, Solv
 __all__ = [
     "DEFAULT_LRU_SIZE",
     "MAX_TARGET_DISTANCE_M",
+    "PreparedSolve",
     "REASONS",
     "IKTarget",
     "SolveOptions",
@@ -36,6 +37,7 @@ __all__ = [
     "converged",
     "descend_batch",
     "kernel_status",
+    "prepare",
     "problem_for",
     "pyroki_available",
     "run_benchmark",

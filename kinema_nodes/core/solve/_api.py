@@ -19,9 +19,10 @@ import numpy as np
 from ..errors import KinemaError
 from ._blas import single_threaded_blas
 from ._chain import problem_for
-from ._kernel import kernel_status
-from ._numpy_backend import lm_run, solve_numpy
-from ._types import IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start, pack_targets
+from ._kernel import compiled_form as kernel_compiled, kernel_status
+from ._numpy_backend import STALL_WINDOW, lm_run, solve_numpy
+from ._types import (MAX_TARGET_DISTANCE_M, IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
+                     check_targets, pack_targets)
 
 #: A float32 PyRoki answer that misses the float64 tolerance by less than this is polished by
 #: a few float64 NumPy iterations (float32 bottoms out around 1e-6).
@@ -347,6 +348,86 @@ def _scan_chunk_results(robot, problem, current, frames: list[TargetArrays], opt
         if i + 1 < len(frames) and np.max(np.abs(result.joints - raw[i])) > RESEED_BEYOND:
             break  # the rest of the scan started from an answer the contract did not accept: solve it again from here
     return results, None
+
+
+class PreparedSolve:
+    """The every-frame solve with the checks done once: the link set, options, held joints and
+    kernel chain are checked and built here; `solve` then checks only the numbers (in one
+    vectorised pass) and goes from arrays to the compiled kernel and back. The contract is the
+    one of `solve` (same `_finish`, same float64 errors); anything but a converged warm descent
+    on the compiled kernel (a PyRoki backend, a cold solve, a posture, numba not ready, a
+    descent that needs restarts, suspicious numbers) takes the general `solve` path, so the
+    answers are the same either way."""
+
+    def __init__(self, robot, links: Sequence[str], options: SolveOptions | None = None, weights=None):
+        self.robot = robot
+        self.options = options = DEFAULT_OPTIONS if options is None else options
+        check_options(robot, options)
+        links = tuple(links)
+        self.weights = np.ones((len(links), 2)) if weights is None else np.array(weights, dtype=float).reshape(len(links), 2)
+        probe = check_targets(robot, [IKTarget(link, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0), *w)
+                                      for link, w in zip(links, self.weights.tolist())])
+        self.links = probe.links
+        self.problem = problem_for(robot, self.links, frozenset(options.held_joints))
+        backend, _ = _choose_backend(options, robot, len(self.problem.free))
+        self.fast = backend == "numpy" and not options.cold and options.posture is None and len(self.problem.free) > 0
+        if self.fast:
+            from ._numpy_backend import kernel_chain
+
+            self.chain = kernel_chain(self.problem)
+            self.settings = np.array([options.position_tolerance, options.rotation_tolerance, float(options.max_iterations),
+                                      float(STALL_WINDOW), 0.0])
+            self.packed = np.empty((1, len(self.links), 14))
+            self.packed[0, :, 12:] = self.weights
+
+    def goals(self, positions, wxyz) -> list[IKTarget]:
+        return [IKTarget(link, tuple(p), tuple(r), *w) for link, p, r, w in
+                zip(self.links, np.asarray(positions).tolist(), np.asarray(wxyz).tolist(), self.weights.tolist())]
+
+    def solve(self, positions, wxyz, start) -> SolveResult:
+        """positions (T, 3) metres and wxyz (T, 4) in the root frame, one row per link."""
+        t0 = time.perf_counter()
+        run = kernel_compiled() if self.fast else None
+        if run is None:
+            return solve(self.robot, self.goals(positions, wxyz), start, self.options)
+        count = len(self.links)
+        p = np.asarray(positions, dtype=float)
+        r = np.asarray(wxyz, dtype=float)
+        start = check_start(self.robot, start)
+        if p.shape != (count, 3) or r.shape != (count, 4):
+            return solve(self.robot, self.goals(positions, wxyz), start, self.options)
+        norm2 = np.einsum("ij,ij->i", r, r)
+        distance2 = np.einsum("ij,ij->i", p, p)
+        if not ((distance2 <= MAX_TARGET_DISTANCE_M ** 2).all() and (norm2 >= 1e-12).all() and (norm2 < math.inf).all()):
+            return solve(self.robot, self.goals(positions, wxyz), start, self.options)  # raises the message
+        w, x, y, z = (r / np.sqrt(norm2)[:, None]).T
+        packed = self.packed
+        packed[0, :, :3] = p
+        rows = packed[0]
+        rows[:, 3], rows[:, 4], rows[:, 5] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+        rows[:, 6], rows[:, 7], rows[:, 8] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+        rows[:, 9], rows[:, 10], rows[:, 11] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+        q_raw = np.empty((1, self.robot.dof))
+        errors = np.empty((1, count, 2))
+        stats = np.empty((1, 3))
+        run(self.chain.ints, self.chain.floats, start[None], _ZERO_INDEX, packed, _ZERO_WANTED, self.settings, q_raw, errors,
+            stats)
+        if stats[0, 2] < 0.5:  # the start's descent did not make it: restarts, budget and reason as `solve` does them
+            return solve(self.robot, self.goals(positions, wxyz), start, self.options)
+        targets = TargetArrays(self.links, rows[:, :3].copy(), rows[:, 3:12].reshape(count, 3, 3).copy(),
+                               np.stack([w, x, y, z], axis=1), self.weights)
+        return _complete(self.robot, self.problem, start, targets, self.options, t0, q_raw[0], errors[0], int(stats[0, 1]),
+                         False, "numpy", None)
+
+
+_ZERO_INDEX = np.zeros(1, dtype=np.int64)
+_ZERO_WANTED = np.zeros(1)
+
+
+def prepare(robot, links: Sequence[str], options: SolveOptions | None = None, weights=None) -> PreparedSolve:
+    """A `PreparedSolve` for these links and options (see there): for a live session or a bake
+    that solves the same link set frame after frame."""
+    return PreparedSolve(robot, links, options, weights)
 
 
 def warm_up(robot, links: Sequence[str], options: SolveOptions | None = None) -> float:

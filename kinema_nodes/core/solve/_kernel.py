@@ -713,6 +713,11 @@ def _compiled(wait: bool = False):
     return _numba_form if _state == "ready" else None
 
 
+def compiled_form():
+    """The compiled `_packed_rows` when it is ready (and not forced off by `plain_numpy`), else None."""
+    return None if _force_plain else _compiled()
+
+
 def kernel_status(wait: bool = False) -> tuple[str, str | None]:
     """("numba", None) when the compiled kernel runs here, else ("numpy", why). `wait`: block
     until a build in progress has finished (benchmarks, tests, a warm-up)."""
