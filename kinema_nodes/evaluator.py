@@ -158,6 +158,10 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
         controls[target.node] = control_pose(node, rig)
         links[target.node] = node.link_at_frame(step.robot)
     values = {name: node_by_path(tree, name).frame_values() for name in step.passthrough if hasattr(node_by_path(tree, name), "frame_values")}
+    for target in step.targets:
+        if target.link_source is not None:  # a Link Switch's keyed or driven value at this frame
+            switch = node_by_path(tree, target.link_source)
+            values[target.link_source] = {"value": float(getattr(switch, "value", 0.0))}
     start = read_joint_values(rig, step.robot)
     values[step.node] = {"posture": _posture(node_by_path(tree, step.node), step.robot, frame, start)}
     return FrameInputs(frame, controls, {step.rig: start}, links, values)

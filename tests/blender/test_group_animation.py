@@ -287,11 +287,11 @@ def test_a_group_used_twice_is_two_instances(blender, name):
     assert evaluator.readout_of(tree, paths[0])["paused"] and evaluator.readout_of(tree, paths[1])["paused"]
 
 
-@pytest.mark.parametrize("kind, name", [("hand-off", "ur10"), ("hand-off", "z1"), ("swivel", "sawyer")])
+@pytest.mark.parametrize("kind, name", [("hand-off", "ur10"), ("hand-off", "z1"), ("swivel", "sawyer"),
+                                        ("driven switch", "ur10"), ("driven switch", "sawyer")])
 def test_bake_reads_the_animation_inside_a_group(blender, kind, name):
-    """Bake to Keyframes through a grouped tree solves each frame with the keyed choice and
-    swivel of that frame: it equals the plain tree's playback (1e-6 rad). (A driven Link Switch
-    is left out: Bake differs from playback there even without groups.)"""
+    """Bake to Keyframes through a grouped tree solves each frame with the keyed choice, driven
+    Link Switch value and swivel of that frame: it equals the plain tree's playback (1e-6 rad)."""
     from kinema_nodes.blender.baking import bake_tree
     from kinema_nodes.blender.groups import group_nodes
     from kinema_nodes.blender.rig import write_joint_values

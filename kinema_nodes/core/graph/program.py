@@ -118,7 +118,8 @@ class Program:
     def resolve_link(self, target: TargetStep, inputs: FrameInputs) -> str:
         if target.link_source is not None:
             choose = self.link_switches.get(target.link_source)
-            chosen = choose(inputs.frame) if choose else None
+            value = (inputs.values.get(target.link_source) or {}).get("value")
+            chosen = choose(inputs.frame, value) if choose else None
             if chosen:
                 return chosen
         return inputs.links.get(target.node) or target.link
@@ -302,16 +303,17 @@ def solver_groups(spec: GraphSpec) -> dict[str, set[str]]:
     return groups
 
 
-def link_switch(node) -> Callable[[float], str | None]:
+def link_switch(node) -> Callable[..., str | None]:
     """A Link Switch node: `ranges` is ((first, link), ...); the last range started wins.
-    `mode` "frame" (default) compares the frame; "value" compares the node's `value` (keyed or
-    driven; it is in the spec, so a change recompiles), so the choice steps either way."""
+    `mode` "frame" (default) compares the frame; "value" compares the node's `value`, keyed or
+    driven. The frame's own value comes in `FrameInputs.values[node]["value"]` (a bake gathers
+    every frame before it solves, so the value compiled into the spec is only the fallback)."""
     ranges = sorted(tuple(r) for r in (node.get("ranges") or ()))
     by_value = str(node.get("mode", "frame")).lower() == "value"
-    value = float(node.get("value", 0.0))
+    compiled_value = float(node.get("value", 0.0))
 
-    def choose(frame: float) -> str | None:
-        at = value if by_value else frame
+    def choose(frame: float, value: float | None = None) -> str | None:
+        at = (compiled_value if value is None else value) if by_value else frame
         chosen = None
         for first, link in ranges:
             if at >= first:
