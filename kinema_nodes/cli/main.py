@@ -29,6 +29,8 @@ COMMAND_MODULES: dict[str, str] = {
     "demo": "demo",
     "export": "export",
     "robots": "robots",
+    "batch": "batch",
+    "reach": "reach",
 }
 
 

@@ -1,0 +1,268 @@
+"""Shot batches (`kinema-nodes batch`): the manifest, checked before anything runs, and one
+shot as one `kinema-nodes bake` process.
+
+bpy-free and dask-free: the CLI spreads `run_shot` over a Dask cluster, Flamenco's job type
+(flamenco/kinema_bake.js) turns the same manifest into one task per shot. A shot is a
+subprocess because Blender's module cannot hold two scenes in one process, and because a
+process that dies takes only its own shot with it.
+
+The manifest is JSON: a list of shots, or {"defaults": {...}, "shots": [...]} where defaults
+fill any key a shot leaves out. Paths are relative to the manifest's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import KinemaError
+
+#: Keys a shot may have (the README's "Shot batches" lists them).
+SHOT_KEYS = ("name", "robot", "link", "targets", "out", "joints_out", "report", "preset", "solver", "start", "fps",
+             "speed_limit", "limits", "obstacles")
+LIMIT_KEYS = ("check", "margin", "max_acc", "max_jerk")
+MAX_SHOTS = 100_000
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+#: A robot given as one of these is a file next to the manifest; anything else is a bundled or
+#: example-robot-data name.
+ROBOT_FILE_SUFFIXES = (".urdf", ".xacro", ".xml")
+
+
+@dataclass
+class Shot:
+    """One shot of a batch, with its paths made absolute."""
+
+    name: str
+    robot: str
+    targets: Path
+    out: Path
+    link: str | None = None
+    joints_out: Path | None = None
+    report: Path | None = None
+    preset: str | None = None
+    solver: str = "numpy"
+    start: dict[str, float] = field(default_factory=dict)
+    fps: float | None = None
+    speed_limit: float | None = None
+    limits: dict = field(default_factory=dict)
+
+    @property
+    def outputs(self) -> list[Path]:
+        return [p for p in (self.out, self.joints_out, self.report) if p is not None]
+
+    @property
+    def inputs(self) -> list[Path]:
+        found = [self.targets]
+        for value in (self.robot, self.preset):
+            if value and Path(value).is_file():
+                found.append(Path(value))
+        return found
+
+    def bake_arguments(self) -> list[str]:
+        """The arguments after `kinema-nodes` that bake this shot alone (the batch adds --json)."""
+        args = ["bake", self.robot, "--targets", str(self.targets), "--out", str(self.out), "--solver", self.solver]
+        if self.link:
+            args += ["--link", self.link]
+        if self.joints_out:
+            args += ["--joints-out", str(self.joints_out)]
+        if self.report:
+            args += ["--report", str(self.report)]
+        if self.preset:
+            args += ["--preset", self.preset]
+        if self.start:
+            args += ["--start", *(f"{k}={v!r}" for k, v in self.start.items())]
+        if self.fps is not None:
+            args += ["--fps", repr(self.fps)]
+        if self.speed_limit is not None:
+            args += ["--speed-limit", repr(self.speed_limit)]
+        if self.limits.get("check"):
+            args.append("--check-limits")
+        for key, option in (("margin", "--margin"), ("max_acc", "--max-acc"), ("max_jerk", "--max-jerk")):
+            if self.limits.get(key) is not None:
+                args += [option, repr(float(self.limits[key]))]
+        return args
+
+
+def _where(index: int, name: str | None) -> str:
+    return f"shot {index + 1}" + (f" ('{name}')" if name else "")
+
+
+def _number(value, what: str, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (positive and value <= 0):
+        raise KinemaError(f"{what} must be a {'positive ' if positive else ''}number, got {value!r}")
+    return float(value)
+
+
+def _path(value, what: str, folder: Path) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise KinemaError(f"{what} must be a file path, got {value!r}")
+    return (folder / value).resolve()
+
+
+def _robot(value, what: str, folder: Path) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise KinemaError(f"{what} must be a URDF path or a robot name, got {value!r}")
+    if value.lower().endswith(ROBOT_FILE_SUFFIXES) or "/" in value or os.sep in value:
+        return str((folder / value).resolve())
+    return value
+
+
+def parse_shot(raw, index: int, folder: Path, defaults: dict) -> Shot:
+    """One manifest entry -> Shot, or one line saying which shot and which key is wrong."""
+    if not isinstance(raw, dict):
+        raise KinemaError(f"{_where(index, None)}: must be an object with robot, targets and out, got {type(raw).__name__}")
+    entry = {**defaults, **raw}
+    name = entry.get("name")
+    where = _where(index, name if isinstance(name, str) else None)
+    unknown = sorted(set(entry) - set(SHOT_KEYS))
+    if unknown:
+        raise KinemaError(f"{where}: unknown key '{unknown[0]}' (known: {', '.join(SHOT_KEYS)})")
+    for key in ("robot", "targets", "out"):
+        if key not in entry:
+            raise KinemaError(f"{where}: needs '{key}'")
+    if entry.get("obstacles"):
+        raise KinemaError(f"{where}: 'obstacles' is not supported: `kinema-nodes bake` has no obstacle option yet")
+    targets = _path(entry["targets"], f"{where}: targets", folder)
+    if not targets.is_file():
+        raise KinemaError(f"{where}: targets '{entry['targets']}' not found (looked in {targets.parent})")
+    out = _path(entry["out"], f"{where}: out", folder)
+    if not out.name.lower().endswith(".blend"):
+        raise KinemaError(f"{where}: out '{entry['out']}' must end in .blend")
+    shot = Shot(name=str(name) if name is not None else out.stem, robot=_robot(entry["robot"], f"{where}: robot", folder),
+                targets=targets, out=out)
+    if entry.get("link") is not None:
+        if not isinstance(entry["link"], str):
+            raise KinemaError(f"{where}: link must be a link name, got {entry['link']!r}")
+        shot.link = entry["link"]
+    for key, suffix in (("joints_out", ".csv"), ("report", ".png")):
+        if entry.get(key) is not None:
+            path = _path(entry[key], f"{where}: {key}", folder)
+            if not path.name.lower().endswith(suffix):
+                raise KinemaError(f"{where}: {key} '{entry[key]}' must end in {suffix}")
+            setattr(shot, key, path)
+    preset = entry.get("preset")
+    if preset is not None:
+        if not isinstance(preset, str):
+            raise KinemaError(f"{where}: preset must be a name or a .json path, got {preset!r}")
+        shot.preset = str((folder / preset).resolve()) if preset.lower().endswith(".json") else preset
+    solver = entry.get("solver", "numpy")
+    if solver not in ("numpy", "pyroki"):
+        raise KinemaError(f"{where}: solver must be 'numpy' or 'pyroki', got {solver!r}")
+    shot.solver = solver
+    start = entry.get("start") or {}
+    if not isinstance(start, dict):
+        raise KinemaError(f"{where}: start must be an object of joint name -> value, got {start!r}")
+    shot.start = {str(k): _number(v, f"{where}: start '{k}'", positive=False) for k, v in start.items()}
+    if entry.get("fps") is not None:
+        shot.fps = _number(entry["fps"], f"{where}: fps")
+    if entry.get("speed_limit") is not None:
+        shot.speed_limit = _number(entry["speed_limit"], f"{where}: speed_limit")
+    limits = entry.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise KinemaError(f"{where}: limits must be an object ({', '.join(LIMIT_KEYS)}), got {limits!r}")
+    for key in limits:
+        if key not in LIMIT_KEYS:
+            raise KinemaError(f"{where}: limits: unknown key '{key}' (known: {', '.join(LIMIT_KEYS)})")
+        if key != "check":
+            _number(limits[key], f"{where}: limits {key}", positive=False)
+    shot.limits = dict(limits)
+    return shot
+
+
+def read_manifest(path: str | Path) -> list[Shot]:
+    """The manifest's shots, every one checked; two shots writing the same file are refused."""
+    path = Path(path)
+    if not path.is_file():
+        raise KinemaError(f"manifest '{path}' not found")
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise KinemaError(f"manifest '{path}' is larger than {MAX_MANIFEST_BYTES // (1024 * 1024)} MiB")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise KinemaError(f"manifest '{path}' is not valid JSON: {exc}") from None
+    defaults = {}
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - {"shots", "defaults"})
+        if unknown:
+            raise KinemaError(f"manifest '{path}': unknown key '{unknown[0]}' (known: defaults, shots)")
+        defaults = data.get("defaults") or {}
+        if not isinstance(defaults, dict):
+            raise KinemaError(f"manifest '{path}': defaults must be an object")
+        data = data.get("shots")
+    if not isinstance(data, list) or not data:
+        raise KinemaError(f"manifest '{path}' must hold a non-empty list of shots")
+    if len(data) > MAX_SHOTS:
+        raise KinemaError(f"manifest '{path}' has {len(data)} shots, more than {MAX_SHOTS}")
+    folder = path.resolve().parent
+    shots = [parse_shot(raw, i, folder, defaults) for i, raw in enumerate(data)]
+    writers: dict[Path, str] = {}
+    for shot in shots:
+        for output in shot.outputs:
+            if output in writers:
+                raise KinemaError(f"shots '{writers[output]}' and '{shot.name}' both write '{output}'")
+            writers[output] = shot.name
+    return shots
+
+
+def is_fresh(shot: Shot) -> bool:
+    """Every output exists and is newer than every input: a rerun skips the shot."""
+    try:
+        oldest_output = min(p.stat().st_mtime_ns for p in shot.outputs)
+        newest_input = max(p.stat().st_mtime_ns for p in shot.inputs)
+    except (OSError, ValueError):
+        return False
+    return oldest_output > newest_input
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the bake dies when its worker dies, so a retried shot never races an orphan."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    line = lines[-1] if lines else ""
+    return line.removeprefix("kinema-nodes: error: ")
+
+
+def run_shot(arguments: list[str], timeout: float | None = None) -> dict:
+    """Run one `kinema-nodes bake` in a fresh process; its JSON (or its one-line error) back.
+
+    Returns {"rc", "payload" (the bake's JSON or None), "error" (stderr's last line or None),
+    "pid" (the process that ran this task, e.g. a Dask worker)}."""
+    command = [sys.executable, "-m", "kinema_nodes", *arguments, "--json"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False, env=env,
+                              preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    except subprocess.TimeoutExpired:
+        return {"rc": 1, "payload": None, "error": f"bake ran past {timeout} s and was stopped", "pid": os.getpid()}
+    payload = None
+    try:
+        payload = json.loads(done.stdout) if done.stdout.strip() else None
+    except ValueError:
+        payload = None
+    error = None if done.returncode in (0, 3) else (last_line(done.stderr) or f"bake exited with code {done.returncode}")
+    return {"rc": done.returncode, "payload": payload, "error": error, "pid": os.getpid()}
+
+
+def shot_summary(shot: Shot, result: dict | None, skipped: bool = False) -> dict:
+    """One shot's line of the batch summary."""
+    if skipped:
+        return {"name": shot.name, "status": "skipped", "out": str(shot.out), "error": None}
+    payload = result.get("payload") or {}
+    status = payload.get("status") if result["rc"] in (0, 3) and payload else "failed"
+    return {"name": shot.name, "status": status, "out": str(shot.out), "frames": payload.get("frames"),
+            "converged": payload.get("converged"), "flagged": len(payload.get("flagged") or []),
+            "seconds": payload.get("seconds"), "error": result.get("error"), "rc": result["rc"], "worker_pid": result.get("pid")}
