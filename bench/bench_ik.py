@@ -271,6 +271,31 @@ def kernel_first_solve(cache: Path) -> dict:
             "converged": converged == "True", "status": status}
 
 
+def prepared_tracking(robot, link: str, n: int, seed: int) -> dict:
+    """Tracking (the protocol of `run_benchmark`) through `core.solve.prepare(...).solve`: the
+    link set and options checked once, each frame's arrays straight to the kernel and back."""
+    from kinema_nodes.core.solve import SolveOptions, prepare
+    from kinema_nodes.core.solve._bench import WARMUP_SOLVES, tracking_cases
+
+    prepared = prepare(robot, [link], SolveOptions(backend="numpy"))
+    targets, truth, trajectory = tracking_cases(robot, link, n, seed)
+    positions, wxyz = targets[:, None, :3].copy(), targets[:, None, 3:].copy()
+    for i in range(WARMUP_SOLVES):
+        prepared.solve(positions[i], wxyz[i], truth[i])
+    times, pe, re, within = [], [], [], []
+    previous = None
+    for i in range(n):
+        start = truth[i] if previous is None or trajectory[i] != trajectory[i - 1] else previous
+        t = time.perf_counter()
+        result = prepared.solve(positions[i], wxyz[i], start)
+        times.append((time.perf_counter() - t) * 1000.0)
+        pe.append(result.position_error)
+        re.append(result.rotation_error)
+        within.append(bool(np.all(result.joints >= robot.lower) and np.all(result.joints <= robot.upper)))
+        previous = result.joints
+    return summarise(times, pe, re, np.array(within) & (np.array(times) <= 33.0))
+
+
 def kernel_main(args) -> int:
     """The compiled-kernel rows (issue 13): NumPy backend on the numba kernel, cold and tracking,
     on Panda, UR5, xArm7 and Kinova; the plain NumPy form of the same kernel on Panda for
@@ -313,6 +338,12 @@ def kernel_main(args) -> int:
             results[f"{name}|kernel|{mode}"] = r
             lines.append(row(f"{name} -> {link}, {mode}, NumPy backend on the numba kernel", r))
             print(lines[-1], flush=True)
+    for name, link in KERNEL_ARMS:
+        robot = load_robot(name, check_meshes=False)
+        r = prepared_tracking(robot, link, args.track_n, args.seed)
+        results[f"{name}|prepared|tracking"] = r
+        lines.append(row(f"{name} -> {link}, tracking, `prepare(...).solve` (checks once, arrays to the kernel)", r))
+        print(lines[-1], flush=True)
     robot = load_robot("panda", check_meshes=False)
     for mode in ("cold", "tracking"):
         with plain_numpy():

@@ -391,22 +391,27 @@ class PreparedSolve:
         if run is None:
             return solve(self.robot, self.goals(positions, wxyz), start, self.options)
         count = len(self.links)
-        p = np.asarray(positions, dtype=float)
-        r = np.asarray(wxyz, dtype=float)
         start = check_start(self.robot, start)
-        if p.shape != (count, 3) or r.shape != (count, 4):
-            return solve(self.robot, self.goals(positions, wxyz), start, self.options)
-        norm2 = np.einsum("ij,ij->i", r, r)
-        distance2 = np.einsum("ij,ij->i", p, p)
-        if not ((distance2 <= MAX_TARGET_DISTANCE_M ** 2).all() and (norm2 >= 1e-12).all() and (norm2 < math.inf).all()):
-            return solve(self.robot, self.goals(positions, wxyz), start, self.options)  # raises the message
-        w, x, y, z = (r / np.sqrt(norm2)[:, None]).T
         packed = self.packed
-        packed[0, :, :3] = p
+        try:
+            p = np.asarray(positions, dtype=float).reshape(count, 3).tolist()
+            r = np.asarray(wxyz, dtype=float).reshape(count, 4).tolist()
+            for t in range(count):
+                px, py, pz = p[t]
+                w, x, y, z = r[t]
+                norm2 = w * w + x * x + y * y + z * z
+                # NaN fails every comparison: such a target goes to `solve`, which names the problem
+                if not (px * px + py * py + pz * pz <= _MAX_DISTANCE_SQUARED and 1e-12 <= norm2 < math.inf):
+                    raise ValueError
+                n = math.sqrt(norm2)
+                w, x, y, z = w / n, x / n, y / n, z / n
+                packed[0, t, :12] = (px, py, pz,
+                                     1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+                                     2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                                     2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
+        except (TypeError, ValueError):
+            return solve(self.robot, self.goals(positions, wxyz), start, self.options)
         rows = packed[0]
-        rows[:, 3], rows[:, 4], rows[:, 5] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
-        rows[:, 6], rows[:, 7], rows[:, 8] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
-        rows[:, 9], rows[:, 10], rows[:, 11] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
         q_raw = np.empty((1, self.robot.dof))
         errors = np.empty((1, count, 2))
         stats = np.empty((1, 3))
@@ -414,14 +419,15 @@ class PreparedSolve:
             stats)
         if stats[0, 2] < 0.5:  # the start's descent did not make it: restarts, budget and reason as `solve` does them
             return solve(self.robot, self.goals(positions, wxyz), start, self.options)
-        targets = TargetArrays(self.links, rows[:, :3].copy(), rows[:, 3:12].reshape(count, 3, 3).copy(),
-                               np.stack([w, x, y, z], axis=1), self.weights)
+        targets = TargetArrays(self.links, rows[:, :3], rows[:, 3:12].reshape(count, 3, 3), np.asarray(wxyz, dtype=float),
+                               self.weights)
         return _complete(self.robot, self.problem, start, targets, self.options, t0, q_raw[0], errors[0], int(stats[0, 1]),
                          False, "numpy", None)
 
 
 _ZERO_INDEX = np.zeros(1, dtype=np.int64)
 _ZERO_WANTED = np.zeros(1)
+_MAX_DISTANCE_SQUARED = MAX_TARGET_DISTANCE_M ** 2
 
 
 def prepare(robot, links: Sequence[str], options: SolveOptions | None = None, weights=None) -> PreparedSolve:
