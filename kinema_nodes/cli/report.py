@@ -5,29 +5,37 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+
 import numpy as np
+
 from ..core.errors import KinemaError
 
 
-def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
-    """Joint values over time against their limits (grey band: the allowed range), flagged frames
-    marked in red, one strip per keyed joint. PIL only (no plotting library needed)."""
+def _canvas(width: int, height: int):
+    """A white picture to draw a report on, with its two font sizes."""
     try:
         from PIL import Image, ImageDraw, ImageFont
     except ImportError:
         raise KinemaError("the report picture needs Pillow: pip install pillow") from None
 
-    solution, report = result.solution, result.report
-    frames = solution.frames
-    names = [n for n, keyed in zip(robot.actuated_joint_names, solution.keyed) if keyed] or list(robot.actuated_joint_names)
-    width, strip, left, right, top, bottom = 1000, 78, 150, 20, 58, 72
-    height = top + strip * len(names) + bottom
     image = Image.new("RGB", (width, height), (255, 255, 255))
     draw = ImageDraw.Draw(image, "RGBA")
     try:
         font, small = ImageFont.load_default(size=15), ImageFont.load_default(size=12)
     except TypeError:  # Pillow < 10.1
         font = small = ImageFont.load_default()
+    return image, draw, font, small
+
+
+def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
+    """Joint values over time against their limits (grey band: the allowed range), flagged frames
+    marked in red, one strip per keyed joint. PIL only (no plotting library needed)."""
+    solution, report = result.solution, result.report
+    frames = solution.frames
+    names = [n for n, keyed in zip(robot.actuated_joint_names, solution.keyed) if keyed] or list(robot.actuated_joint_names)
+    width, strip, left, right, top, bottom = 1000, 78, 150, 20, 58, 72
+    height = top + strip * len(names) + bottom
+    image, draw, font, small = _canvas(width, height)
     first, last = float(frames[0]), float(frames[-1])
     span = max(last - first, 1.0)
 
@@ -186,10 +194,6 @@ def draw_limits_report(path: str | Path, report, joints, retimed=None, title: st
     limits after the margin (red lines), frames over a limit shaded; with `retimed` (a
     `core.retime.RetimeResult`) its traces too, in green, on the same time axis, so both timings
     show. PIL only. Joints the shot does not move are left out."""
-    try:
-        from PIL import Image, ImageDraw, ImageFont
-    except ImportError:
-        raise KinemaError("the report picture needs Pillow: pip install pillow") from None
     from ..core.files import write_with
     from ..core.stages.limits import derivatives
 
@@ -207,12 +211,7 @@ def draw_limits_report(path: str | Path, report, joints, retimed=None, title: st
     width, strip, left, gap, right, top, bottom = 1200, 92, 170, 40, 20, 78, 64
     panel = (width - left - gap - right) // 2
     height = top + strip * len(rows) + bottom
-    image = Image.new("RGB", (width, height), (255, 255, 255))
-    draw = ImageDraw.Draw(image, "RGBA")
-    try:
-        font, small = ImageFont.load_default(size=15), ImageFont.load_default(size=12)
-    except TypeError:  # Pillow < 10.1
-        font = small = ImageFont.load_default()
+    image, draw, font, small = _canvas(width, height)
     draw.text((left, 8), title or "velocity and acceleration against their limits", fill=(20, 20, 20), font=font)
     counts = ", ".join(f"{kind} {len(report.violations[kind])} joint{'' if len(report.violations[kind]) == 1 else 's'}"
                        for kind in ("velocity", "acceleration", "jerk"))

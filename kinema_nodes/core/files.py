@@ -138,6 +138,14 @@ def commit(temporary: str | Path, path: str | Path, what: str = "output") -> Pat
     return path
 
 
+def _temporary_beside(path: Path, what: str) -> Path:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return temporary_path(path)
+    except OSError as exc:
+        raise OutputError(f"cannot write {what} '{path}': {_reason(exc)}") from None
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w", what: str = "output", **open_args) -> Iterator:
     """Open a temporary file beside `path` for writing; when the block ends cleanly it is
@@ -148,11 +156,7 @@ def atomic_write(path: str | Path, mode: str = "w", what: str = "output", **open
         raise ValueError("atomic_write only writes whole files")
     if "b" not in mode:
         open_args.setdefault("encoding", "utf-8")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = temporary_path(path)
-    except OSError as exc:
-        raise OutputError(f"cannot write {what} '{path}': {_reason(exc)}") from None
+    temporary = _temporary_beside(path, what)
     try:
         with open(temporary, mode, **open_args) as handle:
             yield handle
@@ -186,11 +190,7 @@ def write_with(path: str | Path, writer: Callable[[Path], object], what: str = "
     over `path`. `leftovers` are suffixes the writer may add to the temporary's name (Blender's
     `@` while saving, `.blend1` backups), removed whatever happens."""
     path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = temporary_path(path)
-    except OSError as exc:
-        raise OutputError(f"cannot write {what} '{path}': {_reason(exc)}") from None
+    temporary = _temporary_beside(path, what)
     try:
         writer(temporary)
     except OSError as exc:
