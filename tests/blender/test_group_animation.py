@@ -30,7 +30,7 @@ def sawyer_path() -> str:
     return str(folder / "models" / "assets" / "bullet_data" / "sawyer_description" / "urdf" / "sawyer_arm.urdf")
 
 
-ROBOTS = {"ur10": "ur10", "z1": "z1", "sawyer": None}
+ROBOTS = {"ur10": "ur10", "z1": "z1", "sawyer": None, "xarm7": "xarm7"}
 
 
 def _import(bpy, name):
@@ -139,7 +139,7 @@ def _not_robot(tree):
 
 
 CASES = [("hand-off", "ur10"), ("hand-off", "z1"), ("driven switch", "ur10"), ("driven switch", "sawyer"),
-         ("swivel", "sawyer")]
+         ("swivel", "sawyer"), ("swivel", "xarm7")]
 
 
 @pytest.mark.parametrize("kind, name", CASES)
