@@ -38,7 +38,11 @@ def robots():
 
 @pytest.fixture(scope="session")
 def blender_session():
-    """The bpy module with the add-on registered for this process."""
+    """The bpy module with the add-on registered for this process. A solver-kernel build that a
+    core test started finishes first: numba and Blender loading LLVM at once can deadlock."""
+    from kinema_nodes.core.solve import wait_for_kernel_build
+
+    wait_for_kernel_build()
     import bpy
 
     import kinema_nodes

@@ -41,9 +41,9 @@ def _let_the_kernel_build_finish() -> None:
     """Wait for a solver-kernel build (numba, in a thread) that a solve before Blender started:
     loading numba's and Blender's libraries at the same time can deadlock (both carry LLVM; seen
     as `demo` hanging for ever, one run in three, in two `create_module` calls)."""
-    kernel = sys.modules.get(__package__.rpartition(".")[0] + ".core.solve._kernel")
-    if kernel is not None and getattr(kernel, "_state", "") == "compiling":
-        kernel.kernel_status(wait=True)
+    from ..core.solve import wait_for_kernel_build
+
+    wait_for_kernel_build()
 
 
 @contextlib.contextmanager

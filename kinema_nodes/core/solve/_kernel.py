@@ -724,6 +724,14 @@ def kernel_status(wait: bool = False) -> tuple[str, str | None]:
     return ("numba", None) if _compiled(wait) is not None else ("numpy", _numba_reason)
 
 
+def wait_for_kernel_build() -> None:
+    """Block while a numba build that an earlier solve started is still running. Call it before
+    `import bpy` in a process that may have solved already: loading numba's and Blender's
+    libraries at the same time can deadlock (both carry LLVM)."""
+    if _state == "compiling":
+        _compiled(wait=True)
+
+
 _force_plain = False
 
 
