@@ -202,7 +202,11 @@ def read_manifest(path: str | Path) -> list[Shot]:
     folder = path.resolve().parent
     shots = [parse_shot(raw, i, folder, defaults) for i, raw in enumerate(data)]
     writers: dict[Path, str] = {}
+    names = set()
     for shot in shots:
+        if shot.name in names:
+            raise KinemaError(f"manifest '{path}': two shots are named '{shot.name}'")
+        names.add(shot.name)
         for output in shot.outputs:
             if output in writers:
                 raise KinemaError(f"shots '{writers[output]}' and '{shot.name}' both write '{output}'")

@@ -132,6 +132,8 @@ def test_a_batch_writes_the_same_joint_csvs_as_single_bakes(tmp_path, robots):
     ('[{"robot": "arm6", "targets": "t.csv", "out": "a.blend"}, {"robot": "arm6", "targets": "t.csv", "out": "a.blend"}]',
      "both write"),
     ("{not json", "is not valid JSON"),
+    ('[{"robot": "arm6", "targets": "t.csv", "out": "a.blend"}, {"robot": "arm6", "targets": "t.csv", "out": "b/a.blend"}]',
+     "two shots are named 'a'"),
 ])
 def test_a_bad_manifest_is_one_line_and_nothing_runs(tmp_path, manifest, message):
     (tmp_path / "t.csv").write_text("frame,x,y,z,qw,qx,qy,qz\n1,0.3,0,0.3,1,0,0,0\n")
