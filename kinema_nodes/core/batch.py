@@ -204,13 +204,13 @@ def read_manifest(path: str | Path) -> list[Shot]:
     writers: dict[Path, str] = {}
     names = set()
     for shot in shots:
-        if shot.name in names:
-            raise KinemaError(f"manifest '{path}': two shots are named '{shot.name}'")
-        names.add(shot.name)
         for output in shot.outputs:
             if output in writers:
                 raise KinemaError(f"shots '{writers[output]}' and '{shot.name}' both write '{output}'")
             writers[output] = shot.name
+        if shot.name in names:
+            raise KinemaError(f"manifest '{path}': two shots are named '{shot.name}'")
+        names.add(shot.name)
     return shots
 
 
