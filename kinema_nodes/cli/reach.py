@@ -89,8 +89,10 @@ def run_reach(args) -> int:
         "box": [float(v) for v in box], "orientations": len(orientations), "poses": poses,
         "reached_poses": int(reach_map.reached.sum()), "reachable_cells": int((index > 0).sum()),
         "mean_index_reachable": float(index[index > 0].mean()) if (index > 0).any() else 0.0,
+        "poses_solved": int(sum(r.poses for r in results)),
         "workers": workers, "solve_seconds": round(solve_seconds, 3),
         "poses_per_second": round(poses / solve_seconds, 1) if solve_seconds > 0 else None,
+        "solved_poses_per_second": round(sum(r.poses for r in results) / solve_seconds, 1) if solve_seconds > 0 else None,
         "seconds": round(time.perf_counter() - started, 3), "out": args.out, "render": args.render,
     }
     lines = [f"{robot.name} {link}: {len(centres)} cells x {len(orientations)} orientations = {poses} poses on {workers} "

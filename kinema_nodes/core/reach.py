@@ -87,7 +87,7 @@ class ReachChunk:
     cells: np.ndarray  # (C,) indices into the map's cells
     reached: np.ndarray  # (C, N) bool
     witness: np.ndarray  # (C, N, dof) NaN where not reached
-    poses: int
+    poses: int  # poses solved here (cells outside the reach ball are not)
     seconds: float
 
 
@@ -138,10 +138,12 @@ def reach_chunk(robot_ref, link: str, centres: np.ndarray, cell_indices, orienta
     trial = np.empty((seeds + 1, robot.dof))
     trial[1:] = fixed
     ball = reach_ball(robot, link)
+    solved = 0
     for c, centre in enumerate(centres):
         if ball is not None and np.linalg.norm(centre - ball[0]) > ball[1] + 1e-9:
             continue  # beyond every joint's combined reach: unreachable at any orientation
         position = tuple(centre.tolist())
+        solved += n
         for o, wxyz in enumerate(orientations.tolist()):
             targets = check_targets(robot, [IKTarget(link, position, tuple(wxyz))])
             if last[o] is not None:
@@ -157,7 +159,7 @@ def reach_chunk(robot_ref, link: str, centres: np.ndarray, cell_indices, orienta
                     reached[c, o] = True
                     witness[c, o] = found
                     last[o] = found
-    return ReachChunk(np.asarray(cell_indices), reached, witness, count * n, time.perf_counter() - t0)
+    return ReachChunk(np.asarray(cell_indices), reached, witness, solved, time.perf_counter() - t0)
 
 
 @dataclass
