@@ -113,7 +113,7 @@ def test_kinema_nodes_solve_holds_the_joints_add_ik_target_holds(blender):
     start = _start(robot, jaw_joint, jaw_value)
     goal = link_pose(robot, start, jaw)
     goal[:3, 3] += (0.02, -0.015, 0.015)
-    target = [*goal[:3, 3], *matrix_to_quaternion(goal)]
+    target = [float(v) for v in (*goal[:3, 3], *matrix_to_quaternion(goal))]  # plain floats: numpy 2 reprs are not numbers
     starts = [f"{n}={v!r}" for n, v in zip(robot.actuated_joint_names, start.tolist())]
     urdf = str(example_robots_folder() / path)
     result = subprocess.run([sys.executable, "-m", "kinema_nodes", "solve", urdf, "--link", jaw, "--solver", "numpy", "--json",

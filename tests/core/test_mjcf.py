@@ -82,11 +82,21 @@ def worst_body_error(model, robot, n: int, seed: int) -> float:
     return worst
 
 
+
+def robosuite_version() -> str:
+    from importlib.metadata import version
+
+    return version("robosuite")
+
+
 @pytest.mark.parametrize("name", ROBOSUITE_ROBOTS)
 def test_robosuite_robot_fk_matches_mujoco_within_1e_9(name):
     path = robosuite_robot(name)
+    try:
+        model = mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as exc:  # robosuite 1.5.1's Sawyer (the newest on Python 3.13 with numpy 2)
+        pytest.skip(f"MuJoCo's own compiler refuses this robosuite {robosuite_version()} asset: {exc}")
     robot = load_robot(path)
-    model = mujoco.MjModel.from_xml_path(str(path))
     bodies = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
     assert set(bodies) <= set(robot.links)
     hinges = sum(1 for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE)

@@ -726,7 +726,7 @@ def kernel_status(wait: bool = False) -> tuple[str, str | None]:
 
 def wait_for_kernel_build() -> None:
     """Block while a numba build that an earlier solve started is still running. Call it before
-    `import bpy` in a process that may have solved already: loading numba's and Blender's
+    importing Blender's module in a process that may have solved already: loading numba's and Blender's
     libraries at the same time can deadlock (both carry LLVM)."""
     if _state == "compiling":
         _compiled(wait=True)
