@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import trimesh
 import yourdfpy
-from conftest import real_robot_path
 
 from kinema_nodes.blender import rig
 from kinema_nodes.core.errors import KinemaError
@@ -16,6 +15,17 @@ from kinema_nodes.core.model.rotations import rotation_angle_between
 #: Prismatic + mimic (panda), 6-axis arms (ur5, kinova), a 7-axis arm (xarm7), two humanoids.
 FK_ROBOTS = ("panda", "ur5", "kinova", "xarm7", "talos", "g1")
 CONFIGURATIONS = 200
+
+
+def real_robot_path(name: str):
+    """An example-robot-data robot's URDF (a named module-level helper, not `from conftest`:
+    tests/hostile has a conftest of its own, and which one `conftest` names depends on order)."""
+    from kinema_nodes.core.model.example_robots import example_robot
+
+    path = example_robot(name)
+    if path is None:
+        pytest.fail(f"example-robot-data robot '{name}' not found: install the test dependencies (README)")
+    return path
 
 
 def _import(bpy, name_or_path, **options):
