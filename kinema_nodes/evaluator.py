@@ -157,7 +157,11 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
         node = node_by_path(tree, target.node)
         controls[target.node] = control_pose(node, rig)
         links[target.node] = node.link_at_frame(step.robot)
-    values = {name: node_by_path(tree, name).frame_values() for name in step.passthrough if hasattr(node_by_path(tree, name), "frame_values")}
+    values = {}
+    for name in step.passthrough:
+        stage = node_by_path(tree, name)
+        if hasattr(stage, "frame_values"):
+            values[name] = stage.frame_values()
     for target in step.targets:
         if target.link_source is not None:  # a Link Switch's keyed or driven value at this frame
             switch = node_by_path(tree, target.link_source)

@@ -53,10 +53,6 @@ _answer = None
 _notes = None
 
 
-#: Commands that start Blender's module.
-BLENDER_COMMANDS = ("import", "configs", "bake", "demo", "export")
-
-
 def emit(args, payload: dict, text: str | list[str]) -> None:
     """Print the JSON object with --json, else the human text, terminal-safe: given as a list of
     lines, a newline inside one (from a name) is shown as an escape rather than starting a line."""

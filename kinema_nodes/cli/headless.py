@@ -17,7 +17,9 @@ _REGISTERED = False
 def headless_blender(empty_file: bool = True):
     """The bpy module with Kinema Nodes registered (once per process) and, by default, an empty file."""
     global _REGISTERED
-    _let_the_kernel_build_finish()
+    from ..core.solve import wait_for_kernel_build
+
+    wait_for_kernel_build()  # numba and Blender loading LLVM at once can deadlock (`demo` hung 1 run in 3)
     # Blender logs start-up notes (colour management, ...) as it imports and loads its first file.
     with _silenced():
         try:
@@ -35,15 +37,6 @@ def headless_blender(empty_file: bool = True):
     if bpy is None:
         raise KinemaError("this command needs Blender's Python module: pip install bpy (see the README)")
     return bpy
-
-
-def _let_the_kernel_build_finish() -> None:
-    """Wait for a solver-kernel build (numba, in a thread) that a solve before Blender started:
-    loading numba's and Blender's libraries at the same time can deadlock (both carry LLVM; seen
-    as `demo` hanging for ever, one run in three, in two `create_module` calls)."""
-    from ..core.solve import wait_for_kernel_build
-
-    wait_for_kernel_build()
 
 
 @contextlib.contextmanager

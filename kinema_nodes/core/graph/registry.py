@@ -72,10 +72,6 @@ SPEC_KINDS = tuple(n.kind for n in NODES if n.in_spec)
 SOLUTION_KINDS = tuple(n.kind for n in NODES if ("Solution", "Solution") in n.inputs)
 
 
-def node_kind(kind: str) -> NodeKind:
-    return BY_KIND[kind]
-
-
 def bl_idname(kind: str) -> str:
     """The Blender node type of a kind: `tree.nodes.new(bl_idname("solver"))`."""
     return BY_KIND[kind].bl_idname
