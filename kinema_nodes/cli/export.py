@@ -120,7 +120,7 @@ def run_export(args) -> int:
     lines = [f"exported {len(trajectory.frames)} frames of {trajectory.robot_name} ({rig.name}) at {trajectory.fps:g} fps "
              f"to {', '.join(str(p) for p in paths)}"]
     lines += violation_lines(report)
-    emit(args, payload, "\n".join(lines))
+    emit(args, payload, lines)
     return 3 if report.flagged else 0
 
 

@@ -25,5 +25,5 @@ def run_robots(args) -> int:
         width = max(len(r.name) for r in group)
         lines.extend(f"  {r.name:<{width}}  {r.format:<5} {r.path}" for r in group)
     lines.append("any of these names works wherever a URDF path does (info, fk, solve, import, bake, ...)")
-    emit(args, payload, "\n".join(lines))
+    emit(args, payload, lines)
     return 0
