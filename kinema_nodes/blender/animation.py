@@ -21,16 +21,45 @@ def fcurves(id_data) -> list:
     return list(channelbag.fcurves) if channelbag else []
 
 
+def quoted(name: str) -> str:
+    """`name` as Blender quotes it inside an RNA path: a backslash or a double quote in a link
+    or node name must not end the string."""
+    return name.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def unquoted_prefix(path: str, collection: str) -> tuple[str, str] | None:
+    """('name', 'rest of the path') for an RNA path ``collection["NAME"]rest`` (the inverse of
+    `quoted`; the rest keeps its leading ``.`` or ``[``), or None when the path is not one."""
+    head = f'{collection}["'
+    if not path.startswith(head):
+        return None
+    name, i = [], len(head)
+    while i < len(path):
+        char = path[i]
+        if char == "\\" and i + 1 < len(path):
+            name.append(path[i + 1])
+            i += 2
+        elif char == '"':
+            return ("".join(name), path[i + 2:]) if path[i + 1:i + 2] == "]" else None
+        else:
+            name.append(char)
+            i += 1
+    return None
+
+
 def pose_bone_path(bone: str, data_path: str) -> str:
-    """The RNA path of a pose bone's property (F-curves, drivers), the bone's name quoted as
-    Blender quotes it (a backslash or a double quote in a link name must not end the string)."""
-    name = bone.replace("\\", "\\\\").replace('"', '\\"')
-    return f'pose.bones["{name}"].{data_path}'
+    """The RNA path of a pose bone's property (F-curves, drivers)."""
+    return f'pose.bones["{quoted(bone)}"].{data_path}'
+
+
+def node_path(node_name: str, rest: str) -> str:
+    """The RNA path of a node's property in its tree; `rest` starts with ``.`` or ``[``."""
+    return f'nodes["{quoted(node_name)}"]{rest}'
 
 
 def node_fcurve(node, property_name: str):
     """The F-curve of a node's property in its tree, or None."""
-    path = f'nodes["{node.name}"].{property_name}'
+    path = node_path(node.name, f".{property_name}")
     return next((f for f in fcurves(node.id_data) if f.data_path == path), None)
 
 

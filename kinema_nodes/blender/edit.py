@@ -200,11 +200,11 @@ def remove_ik_target(context, rig, target) -> None:
     was: its node and control bone, the control's F-curves and the target's keyed choice; with
     the rig's last target, also the Elbow Swivel (its ring bone, the ring's constraints and keys,
     the ring shape when nothing else uses it) and the tree; Kinema/IK hides again once empty."""
-    from .animation import remove_fcurves
+    from .animation import node_path, remove_fcurves
 
     tree = target.id_data
     bones = [target.control_bone] if target.control_object == rig and target.control_bone else []
-    remove_fcurves(tree, (f'nodes["{target.name}"].',))
+    remove_fcurves(tree, (node_path(target.name, "."),))
     tree.nodes.remove(target)
     last = not target_nodes(tree)
     if last:

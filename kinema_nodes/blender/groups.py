@@ -18,6 +18,7 @@ from ..core.graph.registry import SOCKET_TYPES
 from ..core.graph.spec import GraphSpec, LinkSpec, NodeSpec
 from ..nodes.group import GROUP_IDNAME
 from ..tree import TREE_IDNAME
+from .animation import node_path, unquoted_prefix
 
 SEPARATOR = "/"
 #: Deepest nesting we follow; deeper (or a group that contains itself) is an error on the node.
@@ -463,13 +464,8 @@ def _fcurve_owner(id_data, create: bool):
 def _node_of_path(path: str, names) -> tuple[str, str] | None:
     """('node name', 'rest of the path') for an F-curve path ``nodes["NAME"].rest`` naming one of
     `names` (the rest keeps its leading ``.`` or ``[``)."""
-    if not path.startswith('nodes["'):
-        return None
-    end = path.find('"]', 7)
-    name = path[7:end]
-    if end < 0 or name not in names:
-        return None
-    return name, path[end + 2:]
+    found = unquoted_prefix(path, "nodes")
+    return found if found is not None and found[0] in names else None
 
 
 def _copy_points(source, target) -> None:
@@ -525,7 +521,7 @@ def move_animation(source_tree, target_tree, names: dict[str, str], remove: bool
     for fcurve in list(owner) if owner is not None else []:
         found = _node_of_path(fcurve.data_path, names)
         if found is not None:
-            keyed.append((fcurve, f'nodes["{names[found[0]]}"]{found[1]}'))
+            keyed.append((fcurve, node_path(names[found[0]], found[1])))
     for fcurve, path in keyed:
         first = fcurve.keyframe_points[0].co[0] if len(fcurve.keyframe_points) else 1.0
         copy = _new_fcurve(target_tree, path, fcurve.array_index, first)
@@ -539,7 +535,7 @@ def move_animation(source_tree, target_tree, names: dict[str, str], remove: bool
         found = _node_of_path(driver.data_path, names)
         if found is None:
             continue
-        path = f'nodes["{names[found[0]]}"]{found[1]}'
+        path = node_path(names[found[0]], found[1])
         try:
             copy = target_tree.driver_add(path, driver.array_index)
         except TypeError:

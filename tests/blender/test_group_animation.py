@@ -305,3 +305,34 @@ def test_bake_reads_the_animation_inside_a_group(blender, kind, name):
     results = bake_tree(tree, FRAMES[0], FRAMES[-1])
     assert results is not None and len(results) == 1
     np.testing.assert_allclose(results[0].solution.joints, plain, atol=1e-6, rtol=0)
+
+
+def test_keys_on_a_node_whose_name_has_quotes_move_with_make_group_and_ungroup(blender):
+    """A node named with a double quote and a backslash keeps its keys through Make Group and
+    Ungroup: its F-curve path is quoted as Blender quotes it, so the name cannot end the string."""
+    from kinema_nodes.blender.animation import node_fcurve
+    from kinema_nodes.blender.groups import group_nodes, ungroup
+    from kinema_nodes.tree import TREE_IDNAME
+
+    bpy = blender
+    tree = bpy.data.node_groups.new('Quoted "tree"', TREE_IDNAME)
+    swivel = tree.nodes.new("KinemaSwivelNode")
+    swivel.name = 'Swivel "A" \\ B'
+    name = swivel.name
+    for frame, value in ((1, 0.25), (20, 1.25)):
+        swivel.swivel_angle = value
+        swivel.keyframe_insert("swivel_angle", frame=frame)
+    fcurve = node_fcurve(swivel, "swivel_angle")
+    assert fcurve is not None and len(fcurve.keyframe_points) == 2
+
+    group = group_nodes(tree, [swivel], name="Quoted")
+    inner = group.node_tree.nodes[name]
+    moved = node_fcurve(inner, "swivel_angle")
+    assert moved is not None, "the key did not move into the group"
+    assert [tuple(p.co) for p in moved.keyframe_points] == [(1.0, 0.25), (20.0, 1.25)]
+    assert node_fcurve(inner, "swivel_angle").evaluate(10.5) == pytest.approx(0.75, abs=1e-6)
+
+    ungroup(tree, group)
+    back = node_fcurve(tree.nodes[name], "swivel_angle")
+    assert back is not None
+    assert [tuple(p.co) for p in back.keyframe_points] == [(1.0, 0.25), (20.0, 1.25)]
