@@ -122,6 +122,10 @@ def solve(
     """
     t0 = time.perf_counter()
     options = DEFAULT_OPTIONS if options is None else options
+    if options.avoid is not None:  # keep clear of the robot itself / obstacles: core/stages/collisions.py
+        from ..stages.collisions import solve_avoiding
+
+        return solve_avoiding(robot, targets, start, options, solve)
     if options.backend == "numpy" and kernel_status()[0] == "numba":  # no BLAS call on this path
         return _solve(robot, targets, start, options, t0)
     with single_threaded_blas():

@@ -20,7 +20,9 @@ from ..errors import KinemaError
 MAX_TARGET_DISTANCE_M = 1.0e4
 
 BACKENDS = ("pyroki", "numpy")
-REASONS = ("converged", "out of reach", "blocked by a joint limit", "over budget")
+#: A solve stopped by a collision reads "blocked by a collision: link A vs B" (or "... vs obstacle O").
+COLLISION_REASON = "blocked by a collision"
+REASONS = ("converged", "out of reach", "blocked by a joint limit", "over budget", COLLISION_REASON)
 
 
 def converged(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> np.ndarray:
@@ -57,6 +59,8 @@ class SolveOptions:
     #: nearest this joint vector (one value per actuated joint), so a frame's pose depends on
     #: its inputs, not on the frame before (see _posture.py). None: the answer nearest the start.
     posture: tuple[float, ...] | None = None
+    #: Keep clear of the robot itself and/or obstacles (a `core.stages.collisions.Avoid`); None: collisions ignored.
+    avoid: object | None = None
 
 
 @dataclass
@@ -73,6 +77,9 @@ class SolveResult:
     backend: str
     fallback_reason: str | None = None
     batched: bool = False  # answered by a batched call (solve_many's PyRoki scan), then checked like any solve
+    #: With `SolveOptions.avoid`: the smallest clearance (m, negative: overlapping) and the pairs that overlap.
+    min_clearance_m: float | None = None
+    colliding: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -241,5 +248,9 @@ def check_options(robot, options: SolveOptions) -> None:
         posture = np.asarray(options.posture, dtype=float)
         if posture.shape != (robot.dof,) or not np.all(np.isfinite(posture)):
             raise KinemaError(f"solver option posture needs {robot.dof} finite joint values (robot '{robot.name}')")
+    if options.avoid is not None:
+        from ..stages.collisions import check_avoid
+
+        check_avoid(options.avoid)
     if int(options.max_iterations) < 1:
         raise KinemaError(f"solver option max_iterations must be at least 1, got {options.max_iterations}")
