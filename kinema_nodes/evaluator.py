@@ -50,16 +50,15 @@ def forget_all() -> None:
 def reset_caches() -> None:
     """Drop every per-process cache a live session builds, so what runs next sees none of what
     ran before (tests call this before each test): compiled trees and readouts, the rigs'
-    robots, group errors, Find Solutions' found sets and the Configuration-Select node's cache.
+    robots, group errors and the Configuration-Select node's found sets (Find Solutions' too).
     Compiled solvers stay: they hold nothing about any file, only compile time."""
-    from .blender import edit, groups, rig
+    from .blender import groups, rig
     from .core.stages.configurations import clear_cache
 
     forget_all()
     _compiled_links.clear()
     groups.reset_caches()
     rig.reset_caches()
-    edit.reset_caches()
     clear_cache()
 
 
@@ -194,11 +193,13 @@ def _fingerprint(inputs: FrameInputs, program: Program, step) -> bytes:
     return b"|".join(parts)
 
 
-def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[StepResult]:
+def run_tree(tree, frame: float | None = None, *, force: bool = False, values: dict | None = None) -> list[StepResult]:
     """Solve every live solver of `tree` for the current state and write the rigs.
 
     `force` solves even when Live IK is off, paused over budget, or nothing moved (Bake, the
-    panel's buttons). Never raises for a bad graph: the nodes show the errors.
+    panel's buttons). `values` adds per-frame values for this run only, by node path (Find
+    Solutions asks the Configuration-Select node for its solutions). Never raises for a bad
+    graph: the nodes show the errors.
     """
     import bpy
 
@@ -220,6 +221,9 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False) -> list[S
         if not force and (not solver.live or solver.over_budget or (key, step.node) in _paused):
             continue
         inputs = frame_inputs(tree, program, step, frame)
+        for name, extra in (values or {}).items():
+            if name in step.passthrough:
+                inputs.values[name] = {**inputs.values.get(name, {}), **extra}
         fingerprint = _fingerprint(inputs, program, step)
         if not force and not was_dirty and _last_inputs.get((key, step.node)) == fingerprint:
             shown = _readouts.get((solver.id_data.as_pointer(), solver.name))

@@ -320,13 +320,6 @@ def key_target_link(target, robot, link: str, frame: float) -> None:
     evaluator.mark_dirty(target.id_data)
 
 
-#: Find Solutions' found set per rig (the panel's ◀ ▶ steps through it).
-found_solutions: dict[str, dict] = {}
-
-
-def reset_caches() -> None:
-    found_solutions.clear()
-
 RING_SHAPE = "Kinema Swivel Ring"
 
 
@@ -335,59 +328,85 @@ def first_target(rig):
     return targets[0] if targets else None
 
 
-def _goals_and_options(rig, target, robot):
-    """The IK goals the solver sees for the rig's targets now, and matching options."""
-    from ..core.graph.program import pose_to_target
-    from ..core.solve import IKTarget, SolveOptions
+def _insert_after(tree, node, kind: str):
+    """A new node of `kind` wired into `node`'s Solution output: what `node` fed, the new node
+    feeds now."""
+    new = tree.nodes.new(bl_idname(kind))
+    new.location = (node.location.x + 250, node.location.y)
+    for to_socket in [link.to_socket for link in node.outputs["Solution"].links]:
+        tree.links.new(new.outputs["Solution"], to_socket)
+    tree.links.new(node.outputs["Solution"], new.inputs["Solution"])
+    return new
 
-    tree = rig_tree(rig)
-    goals = []
-    for node in target_nodes(tree, rig):
-        pose = evaluator.control_pose(node, rig)
-        if pose is None:
-            continue
-        position, wxyz = pose_to_target(pose)
-        goals.append(IKTarget(node.link_at_frame(robot), tuple(position), tuple(wxyz), node.position_weight, node.rotation_weight))
-    solver = solver_nodes(tree)[0]
-    held = robot.held_joints(solver.hold_prismatic)
-    options = SolveOptions(backend="numpy", position_tolerance=max(solver.position_tolerance, 1e-6),
-                           rotation_tolerance=max(solver.rotation_tolerance, 1e-6), held_joints=held)
-    return goals, options
+
+def configuration_node(tree, solver, create: bool = False):
+    """The Configuration-Select node the solver's Solution flows through (after an Elbow
+    Swivel, if any); with `create`, one is wired in there when there is none."""
+    node = solver
+    while True:
+        following = [link.to_node for link in node.outputs["Solution"].links]
+        found = next((n for n in following if kind_of(n) == "configuration"), None)
+        if found is not None:
+            return found
+        swivel = next((n for n in following if kind_of(n) == "swivel"), None)
+        if swivel is None:
+            break
+        node = swivel
+    return _insert_after(tree, node, "configuration") if create else None
+
+
+def _search(rig, node, index: int | None) -> dict:
+    """Run the rig's tree once with the Configuration-Select node asked for its solutions (and
+    its index set to `index`, or as it is): the node's report, kept on the node."""
+    tree = node.id_data
+    values = {"find": True} if index is None else {"find": True, "configuration_index": index}
+    results = evaluator.run_tree(tree, force=True, values={node.name: values})
+    report = next((r.reports[node.name] for r in results if node.name in r.reports), None)
+    if report is None:
+        solver = rig_solver(tree, rig)
+        why = next((r.summary for r in results if r.node == solver.name), "") or evaluator.compiled_program(tree).node_message(solver.name)
+        raise ValueError(f"the Solver did not run: {why or 'nothing to solve'}")
+    node.solutions_found = len(report["solutions"])
+    return report
 
 
 def find_solutions(context, rig) -> dict:
-    """What Find Solutions does: every distinct configuration for the rig's targets now."""
-    from ..core.stages.configurations import find_configurations
-    from .rig import read_joint_values, robot_for_rig
-
-    robot = robot_for_rig(rig)
-    target = first_target(rig)
-    if target is None:
+    """What Find Solutions does, through the rig's tree: the Configuration-Select node after
+    the Solver (wired in if missing) searches the targets' pose now; its index is set to the
+    solver's own answer among them, so nothing moves. Returns {"node", "count", "index"}."""
+    if first_target(rig) is None:
         raise ValueError("this rig has no IK target")
-    goals, options = _goals_and_options(rig, target, robot)
-    current = read_joint_values(rig, robot)
-    configurations = find_configurations(robot, goals, current, options, hold_prismatic=False)
-    index = next((i for i, c in enumerate(configurations) if c.current), 0)
-    state = {"configurations": configurations, "index": index, "link": goals[0].link if goals else ""}
-    found_solutions[rig.name] = state
-    return state
+    tree = rig_tree(rig)
+    node = configuration_node(tree, rig_solver(tree, rig), create=True)
+    evaluator.mark_dirty(tree)
+    report = _search(rig, node, 0)
+    node.configuration_index = node.solution_you_had = report["current"]
+    evaluator.run_tree(tree, force=True)
+    return {"node": node, "count": len(report["solutions"]), "index": node.configuration_index}
 
 
 def step_configuration(rig, step: int) -> int:
-    """◀ ▶: apply the next (or previous) found configuration by writing joint values only."""
+    """◀ ▶: the Configuration-Select node's next (or previous) index, wrapping round its
+    solutions for the pose now; the evaluator writes the joints, as on any frame (nothing is
+    keyed: Key All keys the joints, Key Configuration the index). The spare joints then settle
+    toward the configuration chosen. Returns the new index (1-based)."""
     from ..core.stages.configurations import step_index
-    from .rig import robot_for_rig, write_joint_values
 
-    state = found_solutions.get(rig.name)
-    if not state or not state["configurations"]:
+    tree = rig_tree(rig)
+    node = configuration_node(tree, rig_solver(tree, rig)) if tree else None
+    if node is None or node.solutions_found < 0:
         raise ValueError("click Find Solutions first")
-    index = step_index(len(state["configurations"]), state["index"], step)
-    write_joint_values(rig, robot_for_rig(rig), state["configurations"][index].joints)
+    report = _search(rig, node, None)
+    count = len(report["solutions"])
+    if not count:
+        raise ValueError("no configuration reaches the target")
+    here = node.configuration_index if node.configuration_index > 0 else max(report["current"], 1)
+    node.configuration_index = step_index(count, min(here, count) - 1, step) + 1
+    evaluator.run_tree(tree, force=True)
     target = first_target(rig)
-    if target is not None:  # the spare joints now settle toward the configuration chosen
+    if target is not None:
         keep_pose_as_posture(rig, target)
-    state["index"] = index
-    return index
+    return node.configuration_index
 
 
 def _ring_shape():
@@ -458,12 +477,7 @@ def add_elbow_swivel(context, rig, target=None):
     aim.target, aim.subtarget, aim.track_axis = rig, wrist_link, "TRACK_Y"
     node = next(iter(swivel_nodes(tree)), None)
     if node is None:
-        node = tree.nodes.new(bl_idname("swivel"))
-        node.location = (solver.location.x + 250, solver.location.y)
-        followers = [(link.to_node, link.to_socket) for link in solver.outputs["Solution"].links]
-        for to_node, to_socket in followers:
-            tree.links.new(node.outputs["Solution"], to_socket)
-        tree.links.new(solver.outputs["Solution"], node.inputs["Solution"])
+        node = _insert_after(tree, solver, "swivel")
     node.swivel_angle = angle
     node.ring_object = rig
     node.ring_bone = name

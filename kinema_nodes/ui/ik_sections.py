@@ -1,8 +1,9 @@
 """Collapsible sections of the IK panel: Configuration, Elbow Swivel and Target Bone hand-off.
 
-Front ends over the rig's node tree and `core`: Find Solutions asks `core.stages.configurations`
-for every distinct way to reach the control and ◀ ▶ write one of them to the joints (only
-the joint values: key them with Key All); Add Elbow Swivel makes a ring control on the
+Front ends over the rig's node tree and `core`: Find Solutions asks the tree's Configuration-Select
+node (wired in after the Solver if missing) for every distinct way to reach the control, and
+◀ ▶ step its index; the evaluator writes the joints (nothing is keyed: key them with Key
+All); Add Elbow Swivel makes a ring control on the
 shoulder-to-wrist line and wires a Swivel node after the Solver; Switch Target Bone aims the
 target elsewhere and snaps the control so nothing jumps.
 """
@@ -13,7 +14,7 @@ import bpy
 
 from . import RigOperator, SidebarPanel
 from ..blender.edit import active_rig, rig_solver, rig_tree, target_nodes
-from ..blender.edit import found_solutions, first_target, add_elbow_swivel, find_solutions, step_configuration, swivel_nodes
+from ..blender.edit import configuration_node, first_target, add_elbow_swivel, find_solutions, step_configuration, swivel_nodes
 
 PANEL = "KINEMA_PT_inverse_kinematics"
 
@@ -45,7 +46,7 @@ class KINEMA_OT_find_solutions(_SectionOperator, bpy.types.Operator):
             window.cursor_modal_set("WAIT")
 
         def find():
-            count = len(find_solutions(context, active_rig(context))["configurations"])
+            count = find_solutions(context, active_rig(context))["count"]
             return f"{count} configuration{'s' if count != 1 else ''} reach the target" if count else "no configuration reaches the target"
 
         try:
@@ -56,7 +57,7 @@ class KINEMA_OT_find_solutions(_SectionOperator, bpy.types.Operator):
 
 
 class KINEMA_OT_step_configuration(_SectionOperator, bpy.types.Operator):
-    """Apply the next (or previous) configuration: writes joint values only; key them with Key All"""
+    """Apply the next (or previous) configuration (the Configuration Select index; nothing is keyed: key the joints with Key All)"""
 
     bl_idname = "kinema.step_configuration"
     bl_label = "Step Configuration"
@@ -92,23 +93,23 @@ class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):
         rig = active_rig(context)
         row = layout.row(align=True)
         row.operator("kinema.find_solutions", icon="VIEWZOOM")
-        state = found_solutions.get(rig.name)
-        if not state:
+        tree = rig_tree(rig)
+        node = configuration_node(tree, rig_solver(tree, rig))
+        if node is None or node.solutions_found < 0:
             layout.label(text="The other ways the arm can reach this pose")
             return
-        configurations = state["configurations"]
-        if not configurations:
+        if not node.solutions_found:
             layout.label(text="No configuration reaches the target", icon="INFO")
             return
-        index = state["index"]
+        index = node.configuration_index
         row = layout.row(align=True)
         row.operator("kinema.step_configuration", text="", icon="TRIA_LEFT").step = -1
-        label = f"{index + 1} of {len(configurations)}"
-        if configurations[index].current:
+        label = f"{index} of {node.solutions_found}" if index > 0 else f"the solver's own of {node.solutions_found}"
+        if index and index == node.solution_you_had:
             label += " (the pose you had)"
         row.label(text=label)
         row.operator("kinema.step_configuration", text="", icon="TRIA_RIGHT").step = 1
-        layout.label(text="Writes joint values only: key them with Key All", icon="INFO")
+        layout.label(text="Nothing is keyed: key the joints with Key All", icon="INFO")
 
 
 def _spare_joint(rig) -> bool:

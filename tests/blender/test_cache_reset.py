@@ -20,12 +20,12 @@ def test_reset_caches_empties_every_cache_and_the_tree_still_runs(blender):
     tree, _target, _solver = edit.add_ik_target(bpy.context, rig, None, backend="NUMPY")
     evaluator.run_tree(tree, force=True)
     edit.find_solutions(bpy.context, rig)
-    filled = (len(evaluator._compiled), len(evaluator._readouts), len(rig_module._ROBOT_CACHE), len(edit.found_solutions))
+    filled = (len(evaluator._compiled), len(evaluator._readouts), len(rig_module._ROBOT_CACHE), len(configurations._cache))
     assert all(filled), filled
 
     evaluator.reset_caches()
     assert not evaluator._compiled and not evaluator._readouts and not evaluator._last_inputs
-    assert len(rig_module._ROBOT_CACHE) == 0 and not edit.found_solutions and len(configurations._cache) == 0
+    assert len(rig_module._ROBOT_CACHE) == 0 and len(configurations._cache) == 0
 
     results = evaluator.run_tree(tree, force=True)  # rebuilt from the rig's own URDF text
     assert results and all(np.all(np.isfinite(r.joints)) for r in results if r.joints is not None)

@@ -134,26 +134,67 @@ def robot_of(rig):
     return robot_for_rig(rig)
 
 
-def test_stepping_through_configurations_writes_joint_values_only(blender):
-    from kinema_nodes.blender.edit import find_solutions, step_configuration
+def _reaches(rig, robot, target, q, tolerance=1e-5):
+    """q puts the target's link on its control (yourdfpy-independent: our FK against the
+    control's pose as Blender evaluates it), within limits."""
+    from kinema_nodes import evaluator
+
+    pose = evaluator.control_pose(target, rig)
+    reached = link_pose(robot, q, target.link_name)
+    rotation = np.linalg.norm(pose[:3, :3] - reached[:3, :3])
+    assert np.linalg.norm(pose[:3, 3] - reached[:3, 3]) <= tolerance and rotation <= 2 * tolerance
+    assert np.all(q >= robot.lower - 1e-9) and np.all(q <= robot.upper + 1e-9)
+
+
+def test_find_solutions_and_the_arrows_run_through_the_configuration_node(blender):
+    """Find Solutions wires a Configuration-Select node after the Solver and sets its index to
+    the pose the arm has (nothing moves); ◀ ▶ step that index, and the evaluator writes the
+    joints as on any frame: each step is a different branch that reaches the control, nothing
+    but the joints and the node's index changes, nothing is keyed, a frame change keeps it."""
+    from kinema_nodes.blender.edit import configuration_node
     from kinema_nodes.blender.rig import read_joint_values
 
     bpy = blender
     q = [0.4, -1.1, 1.3, -0.9, 1.2, 0.3]
-    rig, robot, tree, _target, solver = _rig_with_target(bpy, "arm6", q)
-    state = find_solutions(bpy.context, rig)
-    configurations = state["configurations"]
-    assert len(configurations) == 8 and configurations[state["index"]].current
+    rig, robot, tree, target, solver = _rig_with_target(bpy, "arm6", q)
+    assert configuration_node(tree, solver) is None
+    assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
+    node = configuration_node(tree, solver)
+    assert node is not None and [link.to_node for link in solver.outputs["Solution"].links] == [node]
+    assert node.solutions_found == 8 and node.configuration_index == node.solution_you_had >= 1
+    assert f"configuration {node.configuration_index} of 8" in solver.summary, solver.summary
+    assert np.abs(read_joint_values(rig, robot) - np.array(q)).max() < 1e-4  # the pose you had
     before = _state(rig, tree)
-    for step in (1, 1, -1, 1, 1):
-        index = step_configuration(rig, step)
+    visited = [read_joint_values(rig, robot)]
+    for step in (1, 1, -1, 1, 1, 1, 1, 1, 1, 1):
+        expected = (node.configuration_index - 1 + step) % 8 + 1
+        assert bpy.ops.kinema.step_configuration(step=step) == {"FINISHED"}
+        assert node.configuration_index == expected
         bpy.context.view_layer.update()
         bpy.context.view_layer.update()
         written = read_joint_values(rig, robot)
-        assert np.abs(written - configurations[index].joints).max() < 1e-6  # the live solver leaves it there
+        _reaches(rig, robot, target, written)
+        assert f"configuration {expected} of 8" in solver.summary, solver.summary
         assert _state(rig, tree) == before
-        assert solver.summary.startswith("converged")
-    assert index == 3
+        visited.append(written)
+    assert node.configuration_index == node.solution_you_had  # eight steps on: round to the start
+    branches = []
+    for v in visited:
+        if not any(same_branch(robot, v, b) for b in branches):
+            branches.append(v)
+    assert len(branches) == 8
+    assert rig.animation_data is None and tree.animation_data is None  # nothing keyed
+    assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}
+    chosen = read_joint_values(rig, robot)
+    bpy.context.scene.frame_set(7)  # the evaluator, not the button, holds the pose
+    assert np.abs(read_joint_values(rig, robot) - chosen).max() < 1e-6
+
+
+def test_the_arrows_before_find_solutions_say_so(blender):
+    bpy = blender
+    _rig_with_target(bpy, "arm6", [0.4, -1.1, 1.3, -0.9, 1.2, 0.3])
+    with pytest.raises(RuntimeError, match="Find Solutions first"):
+        bpy.ops.kinema.step_configuration(step=1)
 
 
 def test_configuration_node_index_picks_the_same_branch_on_every_frame(blender):

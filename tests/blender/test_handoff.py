@@ -185,8 +185,7 @@ def test_aiming_at_the_flange_takes_the_finger_out_of_the_chain(blender):
 
 def test_panel_operators_run_through_bpy_ops(blender):
     """The buttons of the Configuration, Elbow Swivel and Hand-off sections, as Blender calls them."""
-    from kinema_nodes.ui.ik_sections import found_solutions
-    from kinema_nodes.blender.edit import swivel_nodes
+    from kinema_nodes.blender.edit import configuration_node, swivel_nodes
 
     bpy = blender
     rig = _import(bpy, "arm7")
@@ -195,7 +194,7 @@ def test_panel_operators_run_through_bpy_ops(blender):
     tree, target, solver = _add_target(bpy, rig, "flange")
     _settle(bpy)
     assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
-    count = len(found_solutions[rig.name]["configurations"])
+    count = configuration_node(tree, solver).solutions_found
     assert count >= 2
     before = _joints(rig)
     assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}

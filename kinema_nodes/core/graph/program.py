@@ -68,6 +68,7 @@ class StepResult:
     ms: float = 0.0
     converged: bool = False
     result: object = None  # core.solve.SolveResult when a solve ran
+    reports: dict = field(default_factory=dict)  # per stage node, what it reported (Configuration-Select: its solutions)
 
 
 def summarise(result) -> str:
@@ -166,6 +167,7 @@ class Program:
         result = solve(robot, goals, start, options)
         joints = np.asarray(result.joints, dtype=float)
         summary = summarise(result)
+        reports = {}
         for name in step.passthrough:
             stage = stage_function(self.spec.node(name).kind)
             if stage is None:
@@ -174,13 +176,15 @@ class Program:
             # posture must not slide it back.
             stage_input = StageInput(robot, goals, _with(options, posture=None), start, joints, result, self.spec.node(name),
                                      inputs.values.get(name, {}), solve)
-            joints, note = stage(stage_input)
+            joints, note, *report = stage(stage_input)
+            if report:
+                reports[name] = report[0]
             joints = np.asarray(joints, dtype=float)
             if note:
                 summary = f"{summary}; {note}"
         if not np.all(np.isfinite(joints)):
             return StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", result.ms)
-        return StepResult(step.node, step.rig, joints, links, summary, result.ms, result.converged, result)
+        return StepResult(step.node, step.rig, joints, links, summary, result.ms, result.converged, result, reports)
 
 
 @dataclass
@@ -201,7 +205,8 @@ class StageInput:
 def stage_function(kind: str) -> Callable | None:
     """The behaviour of a node after the solver, or None while it only passes through: the
     `apply_stage(StageInput) -> (joints, note)` of the core/stages module the registry names
-    (imported on first use: stages pull in the solvers)."""
+    (imported on first use: stages pull in the solvers). A stage may add a third item, a report
+    the run keeps in `StepResult.reports` (Configuration-Select: the solutions it chose from)."""
     import importlib
 
     entry = BY_KIND.get(kind)

@@ -268,19 +268,36 @@ def configurations_for_node(robot: RobotModel, goals, joints: np.ndarray, option
     return found
 
 
-def apply_stage(stage) -> tuple[np.ndarray, str]:
+def apply_stage(stage):
     """Configuration-Select after the solver. values["configuration_index"]: 0 keeps the
     solver's own answer (nearest where the arm was); k >= 1 picks the k-th configuration in
     the node's stable order (see `configurations_for_node`), so a keyed or driven index
-    changes configuration on purpose, and the same index gives the same branch on every frame."""
+    changes configuration on purpose, and the same index gives the same branch on every frame.
+
+    values["find"] (Find Solutions and ◀ ▶ set it for one run) also reports the node's
+    solutions: (joints, note, {"solutions": [...], "current": k}), k the 1-based index of the
+    solver's own answer among them (0: none is)."""
     index = int(stage.values.get("configuration_index", 0))
-    if index <= 0:
-        return stage.joints, "configuration 0: the solver's own"
+    find = bool(stage.values.get("find", False))
+    joints, note, found = _choose(stage, index, find)
+    if not find:
+        return joints, note
+    current = next((k for k, q in enumerate(found, 1) if same_branch(stage.robot, q, stage.joints)), 0)
+    return joints, note, {"solutions": found, "current": current}
+
+
+def _choose(stage, index: int, find: bool) -> tuple[np.ndarray, str, list]:
+    """(joints, note, the node's solutions) for index; the solutions are searched only when
+    an index >= 1 or a find asks for them."""
+    if index <= 0 and not find:
+        return stage.joints, "configuration 0: the solver's own", []
     if not stage.result.converged:
-        return stage.joints, "configuration: the solver did not reach the target, nothing to choose from"
+        return stage.joints, "configuration: the solver did not reach the target, nothing to choose from", []
     found = configurations_for_node(stage.robot, stage.goals, stage.joints, stage.options)
+    if index <= 0:
+        return stage.joints, "configuration 0: the solver's own", found
     if not found:
-        return stage.joints, "configuration: none found"
+        return stage.joints, "configuration: none found", found
     chosen = min(index, len(found))
     joints = nearest_representative(stage.robot, found[chosen - 1], stage.start)
     held = np.isin(stage.robot.actuated_joint_names, list(stage.options.held_joints))
@@ -288,7 +305,7 @@ def apply_stage(stage) -> tuple[np.ndarray, str]:
     note = f"configuration {chosen} of {len(found)}"
     if chosen != index:
         note += f" (asked for {index}; there are only {len(found)})"
-    return joints, note
+    return joints, note, found
 
 
 def clear_cache() -> None:
