@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 #: may have `register()`/`unregister()` hooks for menus and handlers.
 BLENDER_MODULES = (
     "ui.preferences", "tree", "nodes", "ui.node_buttons", "blender.build", "blender.limits", "ui.operators", "ui.joints_panel", "ui.ik_panel",
-    "ui.ik_sections", "ui.bones_panel",
+    "ui.ik_sections", "ui.collisions_panel", "ui.bones_panel",
     "ui.group_operators", "ui.presets_panel", "ui.bake_panel", "ui.export_operators", "ui.reach_operators", "blender.handlers",
 )
 

@@ -166,7 +166,14 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
             switch = node_by_path(tree, target.link_source)
             values[target.link_source] = {"value": float(getattr(switch, "value", 0.0))}
     start = read_joint_values(rig, step.robot)
-    values[step.node] = {"posture": _posture(node_by_path(tree, step.node), step.robot, frame, start)}
+    solver = node_by_path(tree, step.node)
+    values[step.node] = {"posture": _posture(solver, step.robot, frame, start)}
+    if step.options.avoid is not None and step.options.avoid.world is None:  # obstacles where this frame has them
+        from .blender.collisions import world_for
+
+        world = world_for(solver, rig)
+        if world is not None:
+            values[step.node]["world"] = world
     return FrameInputs(frame, controls, {step.rig: start}, links, values)
 
 
@@ -273,6 +280,9 @@ def _show_readout(solver, step, result: StepResult, force: bool, frame=None, tre
     note = f"Using NumPy: {solve.fallback_reason}" if solve is not None and solve.fallback_reason else ""
     shown = {"ms": float(result.ms), "summary": result.summary, "solving_to": ", ".join(result.solved_links),
              "backend_note": note, "frame": frame}
+    clearance = getattr(solve, "min_clearance_m", None)
+    if clearance is not None and np.isfinite(clearance):
+        shown["clearance"] = f"Clearance: {clearance * 1000:.1f} mm" + (" (in collision)" if clearance < 0 else "")
     own = (solver.id_data.as_pointer(), solver.name)
     instance = own if tree_key is None else (tree_key, step.node)
     _readouts[own] = _readouts[instance] = shown

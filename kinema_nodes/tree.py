@@ -3,7 +3,7 @@
 import bpy
 from bl_ui import node_add_menu
 
-from .core.graph.registry import BY_IDNAME, BY_KIND, CATEGORIES as MENU_CATEGORIES, SOCKET_TYPES, in_category
+from .core.graph.registry import BUILTIN_SOCKET_TYPES, BY_IDNAME, BY_KIND, CATEGORIES as MENU_CATEGORIES, SOCKET_TYPES, in_category
 
 TREE_IDNAME = "KinemaNodeTree"
 
@@ -79,6 +79,9 @@ class KinemaTreeNode:
         """The node's sockets, as the node registry lists them for its kind."""
         entry = BY_IDNAME[self.bl_idname]
         for name, socket_type in entry.inputs:
+            if socket_type in BUILTIN_SOCKET_TYPES:  # Blender's own socket: no multi-input flag
+                self.inputs.new(SOCKET_TYPES[socket_type], name)
+                continue
             self.inputs.new(SOCKET_TYPES[socket_type], name, use_multi_input=name in entry.multi_input)
         for name, socket_type in entry.outputs:
             self.outputs.new(SOCKET_TYPES[socket_type], name)

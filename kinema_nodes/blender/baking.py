@@ -224,7 +224,7 @@ def _join(parts: list[BakeSolution]) -> BakeSolution:
               ("frames", "joints", "converged", "position_error", "rotation_error", "active", "targets", "milliseconds")}
     return BakeSolution(first.robot, links=[link for p in parts for link in p.links],
                         summaries=[s for p in parts for s in p.summaries], backends=set().union(*(p.backends for p in parts)),
-                        scanned=sum(p.scanned for p in parts),
+                        scanned=sum(p.scanned for p in parts), avoid=[a for p in parts for a in p.avoid],
                         **joined)
 
 

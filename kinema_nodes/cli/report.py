@@ -34,7 +34,8 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     frames = solution.frames
     names = [n for n, keyed in zip(robot.actuated_joint_names, solution.keyed) if keyed] or list(robot.actuated_joint_names)
     width, strip, left, right, top, bottom = 1000, 78, 150, 20, 58, 72
-    height = top + strip * len(names) + bottom
+    traced = bool(getattr(report, "clearance", None))  # a bake that avoided collisions: its clearance trace
+    height = top + strip * (len(names) + traced) + bottom
     image, draw, font, small = _canvas(width, height)
     first, last = float(frames[0]), float(frames[-1])
     span = max(last - first, 1.0)
@@ -54,7 +55,8 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     counts = report.counts()
     draw.text((left, 30), f"{report.frames} frames, {report.converged} converged; flagged: {counts['flagged']} "
               f"(not converged {counts['not_converged']}, near a limit {counts['near_limit']}, "
-              f"too fast {counts['too_fast']}, branch flips {counts['flips']})", fill=(60, 60, 60), font=small)
+              f"too fast {counts['too_fast']}, branch flips {counts['flips']}"
+              + (f", in collision {counts['in_collision']})" if traced else ")"), fill=(60, 60, 60), font=small)
     bar = max(1.0, (plot_right - left) / span)
     for row, name in enumerate(names):
         j = robot.joint_index(name)
@@ -121,7 +123,10 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
             x = x_of(frames[i])
             for y in range(int(y0), int(y1), 6):
                 draw.line([x, y, x, min(y + 3, y1)], fill=(90, 90, 90), width=1)
-    axis_y = top + strip * len(names)
+    if traced:
+        _clearance_strip(draw, report, frames, x_of, left, plot_right, top + len(names) * strip + 6,
+                         top + (len(names) + 1) * strip - 6, bar, font, small)
+    axis_y = top + strip * (len(names) + traced)
     for i in handoffs:
         label = "hand-off to " + ", ".join(solution.links[i])
         draw.text((x_of(frames[i]) + 4, top - 14), label, fill=(60, 60, 60), font=small)
@@ -143,6 +148,37 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     from ..core.files import write_with
 
     return write_with(Path(path), lambda temporary: image.save(temporary, format="PNG"), "--report")
+
+
+def _clearance_strip(draw, report, frames, x_of, left, right, y0, y1, bar, font, small) -> None:
+    """Each frame's smallest clearance (mm) as a trace, the margin as a dashed green line, zero
+    (touching) as a red line, frames in collision shaded."""
+    values = [c for c in report.clearance if c is not None]
+    margin = float(report.margin_m or 0.0)
+    low = min([0.0, *values]) * 1000.0
+    high = max([margin * 2.0, *values]) * 1000.0
+    high = max(high, low + 1.0)
+    pad = 0.1 * (high - low)
+    low, high = low - pad, high + pad
+
+    def y_of(mm):
+        return y1 - (y1 - y0) * (float(mm) - low) / (high - low)
+
+    draw.rectangle([left, y0, right, y1], fill=(246, 246, 248), outline=(200, 200, 205))
+    for a, b in _runs(sorted(report.in_collision)):
+        draw.rectangle([max(left, x_of(a) - bar / 2), y0 + 1, min(right, x_of(b) + bar / 2), y1 - 1], fill=NOT_CONVERGED_COLOUR)
+    draw.line([left, y_of(0.0), right, y_of(0.0)], fill=(200, 60, 60), width=2)
+    for x in range(int(left), int(right), 10):
+        draw.line([x, y_of(margin * 1000.0), min(x + 5, right), y_of(margin * 1000.0)], fill=(40, 150, 60), width=2)
+    points = [(x_of(f), y_of(c * 1000.0)) for f, c in zip(frames, report.clearance) if c is not None]
+    if len(points) > 1:
+        draw.line(points, fill=(30, 90, 200), width=2)
+    elif points:
+        draw.ellipse([points[0][0] - 2, points[0][1] - 2, points[0][0] + 2, points[0][1] + 2], fill=(30, 90, 200))
+    draw.text((8, y0 + 4), "clearance", fill=(20, 20, 20), font=font)
+    draw.text((8, y0 + 26), f"margin {margin * 1000:.1f} mm (dashed)", fill=(90, 90, 90), font=small)
+    least = min(values) * 1000.0 if values else float("nan")
+    draw.text((8, y0 + 42), f"least {least:.1f} mm", fill=(90, 90, 90), font=small)
 
 
 #: Band colours (RGBA, over the strip's background).

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .model.kinematics import link_pose
-from .graph.program import FrameInputs, Program, SolverStep, pose_to_target
+from .graph.program import FrameInputs, Program, SolverStep, frame_avoid, pose_to_target
 from .model.robot import RobotModel
 from .model.rotations import quaternion_to_matrix, rotation_angle_between
 
@@ -63,6 +63,9 @@ class BakeSolution:
     milliseconds: np.ndarray  # (F,) solve time per frame
     backends: set[str] = field(default_factory=set)  # solver backends that ran (a PyRoki failure falls back to NumPy)
     scanned: int = 0  # frames solved by the batched PyRoki scan (`solve_frames_batched`), not one call per frame
+    #: (F,) what each frame's solve kept clear of (a `core.stages.collisions.Avoid`, None where
+    #: nothing); empty when the solver avoids nothing. `check_bake` measures each frame against it.
+    avoid: list = field(default_factory=list)
 
     @property
     def keyed(self) -> np.ndarray:
@@ -95,10 +98,13 @@ def solve_frames(
     milliseconds = np.zeros(count)
     links, summaries = [], []
     backends: set[str] = set()
+    avoid = []
     for i, frame_input in enumerate(inputs):
         if should_cancel is not None and should_cancel():
             return None
         frame_input = replace(frame_input, starts={**frame_input.starts, step.rig: current})
+        if step.options.avoid is not None:
+            avoid.append(frame_avoid(step, frame_input))
         result = program.run_step(step, frame_input, solve)
         links.append(tuple(result.solved_links))
         summaries.append(result.summary)
@@ -125,7 +131,7 @@ def solve_frames(
             progress(i + 1, count)
     frames = np.array([float(f.frame) for f in inputs])
     return BakeSolution(robot, frames, joints, converged, position_error, rotation_error, links, active, targets,
-                        summaries, milliseconds, backends)
+                        summaries, milliseconds, backends, avoid=avoid)
 
 
 # ---- checks ---------------------------------------------------------------------------------
@@ -142,10 +148,22 @@ class BakeReport:
     near_limit: dict[int, list[str]] = field(default_factory=dict)  # frame -> joints within the margin
     too_fast: dict[int, list[str]] = field(default_factory=dict)  # frame -> joints over their speed limit
     flips: list[int] = field(default_factory=list)
+    #: Collision avoidance (empty when the bake avoided nothing): each frame's smallest clearance
+    #: (m, negative: overlapping; None where nothing was measured), the margin kept, and the
+    #: frames where something overlaps, with what ("link A vs B", "link A vs obstacle O").
+    clearance: list = field(default_factory=list)
+    margin_m: float | None = None
+    in_collision: dict[int, list[str]] = field(default_factory=dict)
 
     @property
     def flagged(self) -> list[int]:
-        return sorted(set(self.not_converged) | set(self.near_limit) | set(self.too_fast) | set(self.flips))
+        return sorted(set(self.not_converged) | set(self.near_limit) | set(self.too_fast) | set(self.flips)
+                      | set(self.in_collision))
+
+    @property
+    def min_clearance_m(self) -> float | None:
+        measured = [c for c in self.clearance if c is not None]
+        return min(measured) if measured else None
 
     def reasons(self, frame: int) -> list[str]:
         """Short words for why a frame is flagged ("not converged", "near limit", ...)."""
@@ -158,11 +176,14 @@ class BakeReport:
             words.append("too fast: " + ", ".join(self.too_fast[frame]))
         if frame in self.flips:
             words.append("branch flip")
+        if frame in self.in_collision:
+            words.append("in collision: " + ", ".join(self.in_collision[frame]))
         return words
 
     def counts(self) -> dict[str, int]:
         return {"not_converged": len(self.not_converged), "near_limit": len(self.near_limit),
-                "too_fast": len(self.too_fast), "flips": len(self.flips), "flagged": len(self.flagged)}
+                "too_fast": len(self.too_fast), "flips": len(self.flips), "in_collision": len(self.in_collision),
+                "flagged": len(self.flagged)}
 
     def to_dict(self) -> dict:
         """JSON-ready (no NaN or inf: an unmeasured error is None)."""
@@ -175,6 +196,9 @@ class BakeReport:
             "flagged": self.flagged, "not_converged": self.not_converged,
             "near_limit": {str(k): v for k, v in self.near_limit.items()},
             "too_fast": {str(k): v for k, v in self.too_fast.items()}, "flips": self.flips,
+            "clearance": [None if c is None or not np.isfinite(c) else float(c) for c in self.clearance],
+            "margin_m": self.margin_m, "min_clearance_m": self.min_clearance_m,
+            "in_collision": {str(k): v for k, v in self.in_collision.items()},
         }
 
     @classmethod
@@ -185,7 +209,10 @@ class BakeReport:
         return cls(int(data["frames"]), int(data["converged"]), number(data["max_position_error"]),
                    number(data["max_rotation_error"]), [int(f) for f in data.get("not_converged", [])],
                    {int(k): list(v) for k, v in data.get("near_limit", {}).items()},
-                   {int(k): list(v) for k, v in data.get("too_fast", {}).items()}, [int(f) for f in data.get("flips", [])])
+                   {int(k): list(v) for k, v in data.get("too_fast", {}).items()}, [int(f) for f in data.get("flips", [])],
+                   [None if c is None else float(c) for c in data.get("clearance", [])],
+                   None if data.get("margin_m") is None else float(data["margin_m"]),
+                   {int(k): list(v) for k, v in data.get("in_collision", {}).items()})
 
 
 def arm_reach(robot: RobotModel, link: str) -> float:
@@ -213,7 +240,10 @@ def check_bake(
     """Flag frames: not converged; a solved joint within `limit_margin` of its range from a limit;
     a solved joint faster than its limit (`velocity_limits`, rad/s or m/s; the URDF's by default;
     inf = none) at `fps`; a branch flip — a joint-space jump far larger than the target's motion.
-    A frame where the target link changes (a hand-off) is not checked for flips."""
+    A frame where the target link changes (a hand-off) is not checked for flips. A bake that
+    avoided collisions has each frame's answer measured against what that frame avoided
+    (`core.stages.collisions.clearance`, the final joints, after any stage), and a frame where
+    something overlaps is flagged with the pair."""
     robot = solution.robot
     frames = solution.frames.astype(int)
     q = solution.joints
@@ -230,6 +260,7 @@ def check_bake(
     if count == 0:
         return report
     report.not_converged = [int(f) for f in frames[~np.asarray(solution.converged, dtype=bool)]]
+    _check_clearance(solution, report)
 
     span = robot.upper - robot.lower
     bounded = np.isfinite(span) & ~robot.is_continuous
@@ -268,6 +299,24 @@ def check_bake(
     return report
 
 
+def _check_clearance(solution: BakeSolution, report: BakeReport) -> None:
+    """Each frame's clearance by `clearance()` of the keyed joints, and the frames in collision."""
+    if not any(a is not None for a in solution.avoid):
+        return
+    from .stages.collisions import clearance
+
+    frames = solution.frames.astype(int)
+    report.margin_m = max(float(a.margin_m) for a in solution.avoid if a is not None)
+    for i, avoid in enumerate(solution.avoid):
+        if avoid is None:
+            report.clearance.append(None)
+            continue
+        found = clearance(solution.robot, solution.joints[i], avoid)
+        report.clearance.append(float(found.min_m) if np.isfinite(found.min_m) else None)
+        if found.colliding:
+            report.in_collision[int(frames[i])] = [found.describe(pair) for pair in found.colliding]
+
+
 # ---- many frames in one call: a JAX scan over frames (PyRoki backend) -------------------------
 
 #: Frames per scan call (core.solve's PyRoki scan): one compiled scan serves every bake of a
@@ -282,6 +331,8 @@ def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInput
 
     if step.backend != "pyroki":
         return f"the {step.backend} backend solves frame by frame"
+    if step.options.avoid is not None:
+        return "collision avoidance solves frame by frame"
     if any(stage_function(program.spec.node(name).kind) is not None for name in step.passthrough):
         return "a node after the solver changes each frame's answer"
     for frame_input in inputs:

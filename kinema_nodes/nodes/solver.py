@@ -49,7 +49,18 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     summary: bpy.props.StringProperty(name="Summary", get=lambda self: _readout(self, "summary", ""))
     solving_to: bpy.props.StringProperty(name="Solving To", get=lambda self: _readout(self, "solving_to", ""))
     backend_note: bpy.props.StringProperty(name="Backend Note", get=lambda self: _readout(self, "backend_note", ""))
+    clearance_text: bpy.props.StringProperty(name="Clearance", get=lambda self: _readout(self, "clearance", ""),
+                                             description="The last solve's smallest distance to what the robot avoids")
     over_budget: bpy.props.BoolProperty(name="Over Budget", description="Live updates paused: the last solve took longer than the budget")
+    # Avoid collisions (issue #14): the robot against itself and against the Obstacles collection.
+    avoid_self: bpy.props.BoolProperty(name="Self", default=False, update=property_changed,
+                                       description="Keep the robot's links apart (pairs that touch at rest or are adjacent are skipped)")
+    avoid_world: bpy.props.BoolProperty(name="World", default=True, update=property_changed,
+                                        description="Keep the robot clear of the meshes in the Obstacles collection (and the ground plane)")
+    margin_mm: bpy.props.FloatProperty(name="Margin (mm)", default=5.0, min=0.0, max=1000.0, precision=1, update=property_changed,
+                                       description="Clearance kept between the robot and what it avoids, in millimetres")
+    ground: bpy.props.BoolProperty(name="Ground Plane", default=False, update=property_changed,
+                                   description="Keep the robot above the scene's ground (world Z = 0)")
     postures: bpy.props.CollectionProperty(type=KinemaPosture, name="Postures",
                                            description="Where the spare joints of a redundant arm settle: the pose at Add IK "
                                                        "Target, and the pose at each keyed hand-off from its frame on")
@@ -60,6 +71,7 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     def draw_buttons(self, context, layout):
         layout.prop(self, "backend", text="")
         layout.prop(self, "live")
+        draw_avoid(self, layout)
         draw_readout(self, layout)
         self.draw_messages(layout)
 
@@ -67,6 +79,25 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
         self.draw_buttons(context, layout)
         for name in ("position_tolerance", "rotation_tolerance", "max_iterations", "use_own_budget", "budget_ms", "hold_prismatic"):
             layout.prop(self, name)
+
+    @property
+    def obstacles(self):
+        """The Obstacles socket's collection (None: none chosen, or a Solver from before the socket)."""
+        socket = self.inputs.get("Obstacles")
+        return getattr(socket, "default_value", None) if socket is not None else None
+
+    @obstacles.setter
+    def obstacles(self, collection) -> None:
+        socket = self.inputs.get("Obstacles") or self.inputs.new("NodeSocketCollection", "Obstacles")
+        socket.default_value = collection
+        property_changed(self, None)
+
+    def avoids_world(self) -> bool:
+        """World avoidance is on and there is something to avoid (a collection or the ground)."""
+        return self.avoid_world and (self.obstacles is not None or self.ground)
+
+    def avoids_anything(self) -> bool:
+        return self.avoid_self or self.avoids_world()
 
     def effective_budget_ms(self) -> float:
         if self.use_own_budget:
@@ -81,6 +112,8 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
             self.name, "solver", backend=self.backend.lower(), live=self.live,
             position_tolerance=self.position_tolerance, rotation_tolerance=self.rotation_tolerance,
             max_iterations=self.max_iterations, budget_ms=self.effective_budget_ms(), hold_prismatic=self.hold_prismatic,
+            avoid_self=self.avoid_self, avoid_world=self.avoids_world(), margin_m=self.margin_mm / 1000.0,
+            ground=self.ground, obstacles=self.obstacles.name if self.obstacles is not None else "",
         )
 
 
@@ -140,6 +173,33 @@ def _readout(node, key, default):
     from ..evaluator import readout
 
     return readout(node).get(key, default)
+
+
+def collision_note(solver) -> str:
+    """Why avoidance asked for on `solver` is not applied by its backend ("" when it is)."""
+    if not solver.avoids_anything() or solver.backend == "OFF":
+        return ""
+    from ..core.stages.collisions import backend_ignores_collisions
+
+    return backend_ignores_collisions(solver.backend.lower()) or ""
+
+
+def draw_avoid(solver, layout, *, with_collection: bool = False) -> None:
+    """The "Avoid collisions" settings: self and world toggles, the margin in millimetres, the
+    ground plane; `with_collection` draws the Obstacles collection too (the node shows it on its
+    socket)."""
+    column = layout.column(align=True)
+    row = column.row(align=True)
+    row.prop(solver, "avoid_self", toggle=True)
+    row.prop(solver, "avoid_world", toggle=True)
+    socket = solver.inputs.get("Obstacles")
+    if with_collection and socket is not None:
+        column.prop(socket, "default_value", text="Obstacles")
+    column.prop(solver, "margin_mm")
+    column.prop(solver, "ground")
+    note = collision_note(solver)
+    if note:
+        column.label(text=note, icon="ERROR")
 
 
 def draw_readout(solver, layout):

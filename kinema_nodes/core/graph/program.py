@@ -163,7 +163,7 @@ class Program:
         if posture is not None and (len(posture) != robot.dof or not np.all(np.isfinite(posture))):
             posture = None
         options = _with(step.options, backend=step.backend, held_joints=held,
-                        posture=None if posture is None else tuple(float(v) for v in posture))
+                        posture=None if posture is None else tuple(float(v) for v in posture), avoid=frame_avoid(step, inputs))
         result = solve(robot, goals, start, options)
         joints = np.asarray(result.joints, dtype=float)
         summary = summarise(result)
@@ -216,6 +216,35 @@ def stage_function(kind: str) -> Callable | None:
     return getattr(module, "apply_stage", None)
 
 
+def compiled_avoid(solver):
+    """The Solver's collision settings as a `core.stages.collisions.Avoid` without a world (the
+    world is each frame's: `frame_avoid`), or None when it avoids nothing, so a Solver without
+    collisions never imports or runs any of it."""
+    avoid_self, avoid_world = bool(solver.get("avoid_self", False)), bool(solver.get("avoid_world", False))
+    if not (avoid_self or avoid_world):
+        return None
+    from ..stages.collisions import Avoid
+
+    return Avoid(self_=avoid_self, world=None, margin_m=float(solver.get("margin_m", 0.0)))
+
+
+def frame_avoid(step: SolverStep, inputs: FrameInputs):
+    """What this frame's solve keeps clear of: the compiled settings with the frame's obstacle
+    world (`FrameInputs.values[solver]["world"]`, read where the frame is: Blender or a file).
+    None when there is nothing to avoid on this frame."""
+    avoid = step.options.avoid
+    if avoid is None:
+        return None
+    world = (inputs.values.get(step.node) or {}).get("world")
+    if world is not None:
+        from dataclasses import replace
+
+        avoid = replace(avoid, world=world)
+    if not avoid.self_ and avoid.world is None:
+        return None
+    return avoid
+
+
 def _with(options, **changes):
     from dataclasses import replace
 
@@ -263,6 +292,7 @@ def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
             rotation_tolerance=float(solver.get("rotation_tolerance", 1e-5)),
             max_iterations=int(solver.get("max_iterations", 100)),
             budget_ms=float(solver.get("budget_ms", 33.0)),
+            avoid=compiled_avoid(solver),
         )
         steps.append(SolverStep(solver.name, rig, robots[rig], tuple(targets), backend, options,
                                 tuple(downstream_chain(spec, solver.name)), bool(solver.get("hold_prismatic", True))))

@@ -20,7 +20,11 @@ SOCKET_TYPES = {
     "Target": "KinemaTargetSocket",
     "Solution": "KinemaSolutionSocket",
     "Link": "KinemaLinkSocket",
+    "Collection": "NodeSocketCollection",  # Blender's own: a collection picker on the node, as in Geometry Nodes
 }
+
+#: Socket types Blender itself defines (tree.py makes classes only for the others).
+BUILTIN_SOCKET_TYPES = frozenset(t for t, idname in SOCKET_TYPES.items() if idname.startswith("NodeSocket"))
 
 #: The Add menu's sub-menus, in order: (menu bl_idname, label).
 CATEGORIES = (
@@ -53,7 +57,8 @@ NODES = (
              inputs=(("Robot", "Robot"), ("Link", "Link")), outputs=(("Target", "Target"),)),
     NodeKind("link_switch", "KinemaLinkSwitchNode", "Link Switch", "Input", "link_switch", outputs=(("Link", "Link"),)),
     NodeKind("solver", "KinemaSolverNode", "Solver", "Solve", "solver",
-             inputs=(("Targets", "Target"),), outputs=(("Solution", "Solution"),), multi_input=("Targets",)),
+             inputs=(("Targets", "Target"), ("Obstacles", "Collection")), outputs=(("Solution", "Solution"),),
+             multi_input=("Targets",)),
     NodeKind("swivel", "KinemaSwivelNode", "Elbow Swivel", "Solve", "swivel",
              inputs=(("Solution", "Solution"),), outputs=(("Solution", "Solution"),), stage="swivel"),
     NodeKind("configuration", "KinemaConfigurationNode", "Configuration Select", "Solve", "configuration",
