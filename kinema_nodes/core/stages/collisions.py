@@ -393,51 +393,66 @@ def capsule_pair_distances(a1, b1, r1, a2, b2, r2) -> np.ndarray:
     return np.linalg.norm(c1 - c2, axis=-1) - r1 - r2
 
 
-def _box_sdf(points, rot, centre, half):
-    """Signed distance of points (P, 3) to boxes (P, ...) and the outward unit gradient (P, 3)."""
-    local = np.einsum("pji,pj->pi", rot, points - centre)  # R^T (x - c)
+def _local_sdf(local, half):
+    """Signed distance of points in a box's own frame (..., 3) to the box of half sizes `half`."""
     q = np.abs(local) - half
     outside = np.maximum(q, 0.0)
-    out_norm = np.linalg.norm(outside, axis=-1)
-    inside = np.minimum(np.max(q, axis=-1), 0.0)
-    sdf = out_norm + inside
-    sign = np.where(local >= 0, 1.0, -1.0)
-    grad_out = sign * outside / np.maximum(out_norm, 1e-300)[:, None]
-    face = np.argmax(q, axis=-1)
-    grad_in = np.zeros_like(local)
-    grad_in[np.arange(len(local)), face] = sign[np.arange(len(local)), face]
-    grad_local = np.where((out_norm > 0)[:, None], grad_out, grad_in)
-    return sdf, np.einsum("pij,pj->pi", rot, grad_local)
+    return np.sqrt(np.sum(outside * outside, axis=-1)) + np.minimum(np.max(q, axis=-1), 0.0)
 
 
-def _segment_box(a, b, rot, centre, half, steps: int = 28):
-    """Closest point of segments to boxes: the box's signed distance is convex, so along a
-    segment it has one minimum, found by a ternary search (P pairs at once). Returns (point on
-    the segment, signed distance of it to the box, outward unit normal there)."""
-    lo = np.zeros(len(a))
-    hi = np.ones(len(a))
-    ab = b - a
-    for _ in range(steps):
-        m1 = lo + (hi - lo) / 3
-        m2 = hi - (hi - lo) / 3
-        f1, _ = _box_sdf(a + m1[:, None] * ab, rot, centre, half)
-        f2, _ = _box_sdf(a + m2[:, None] * ab, rot, centre, half)
-        better = f1 < f2
-        hi = np.where(better, m2, hi)
-        lo = np.where(better, lo, m1)
+#: Segment-to-box: samples along the segment, then golden-section steps in the best bracket.
+_BOX_SAMPLES = 9
+_BOX_REFINE = 14
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _segment_box(a, b, rot, centre, half):
+    """Closest point of segments to boxes. A box's signed distance is convex, so along a segment
+    it has one minimum: bracketed from samples, then narrowed by golden-section steps (P pairs
+    at once, in each box's own frame). Returns (point on the segment, its signed distance to the
+    box, the outward unit normal there)."""
+    a_l = np.einsum("pji,pj->pi", rot, a - centre)
+    ab_l = np.einsum("pji,pj->pi", rot, b - a)
+    ts = np.linspace(0.0, 1.0, _BOX_SAMPLES)
+    samples = _local_sdf(a_l[:, None] + ts[None, :, None] * ab_l[:, None], half[:, None])
+    k = np.argmin(samples, axis=1)
+    step = 1.0 / (_BOX_SAMPLES - 1)
+    lo = np.maximum(k * step - step, 0.0)
+    hi = np.minimum(k * step + step, 1.0)
+    x1 = hi - _GOLDEN * (hi - lo)
+    x2 = lo + _GOLDEN * (hi - lo)
+    f1 = _local_sdf(a_l + x1[:, None] * ab_l, half)
+    f2 = _local_sdf(a_l + x2[:, None] * ab_l, half)
+    for _ in range(_BOX_REFINE):
+        left = f1 < f2
+        hi = np.where(left, x2, hi)
+        lo = np.where(left, lo, x1)
+        x2n = np.where(left, x1, lo + _GOLDEN * (hi - lo))
+        x1n = np.where(left, hi - _GOLDEN * (hi - lo), x2)
+        moved = np.where(left, x1n, x2n)
+        fm = _local_sdf(a_l + moved[:, None] * ab_l, half)
+        f1, f2 = np.where(left, fm, f2), np.where(left, f1, fm)
+        x1, x2 = x1n, x2n
     t = 0.5 * (lo + hi)
-    candidates = np.stack([np.zeros_like(t), t, np.ones_like(t)])  # the ends too (flat minima)
-    best_d = np.full(len(a), np.inf)
-    best_p = np.empty_like(a)
-    best_n = np.empty_like(a)
-    for tc in candidates:
-        p = a + tc[:, None] * ab
-        d, n = _box_sdf(p, rot, centre, half)
-        take = d < best_d
-        best_d = np.where(take, d, best_d)
-        best_p[take] = p[take]
-        best_n[take] = n[take]
-    return best_p, best_d, best_n
+    local = a_l + t[:, None] * ab_l
+    d = _local_sdf(local, half)
+    best = samples[np.arange(len(a)), k]
+    use_sample = best < d  # a flat minimum the narrowing cannot improve on
+    t = np.where(use_sample, k * step, t)
+    local = a_l + t[:, None] * ab_l
+    q = np.abs(local) - half
+    outside = np.maximum(q, 0.0)
+    out_norm = np.sqrt(np.sum(outside * outside, axis=-1))
+    d = out_norm + np.minimum(np.max(q, axis=-1), 0.0)
+    sign = np.where(local >= 0, 1.0, -1.0)
+    grad = sign * outside / np.maximum(out_norm, 1e-300)[:, None]
+    inner = out_norm <= 0
+    if inner.any():
+        face = np.argmax(q[inner], axis=-1)
+        g = np.zeros((int(inner.sum()), 3))
+        g[np.arange(len(g)), face] = sign[inner][np.arange(len(g)), face]
+        grad[inner] = g
+    return a + t[:, None] * (b - a), d, np.einsum("pij,pj->pi", rot, grad)
 
 
 class _Kinematics:
@@ -474,7 +489,13 @@ class _Kinematics:
             if kind:
                 ancestor[child, m] = True
         self.ancestor = ancestor
-        self.capsule_link = np.array([index[name] for name in model.links], dtype=int)
+        self.capsule_link = np.array([index[name] for name in model.links], dtype=np.int64)
+        self.steps_i = np.array([(parent, child, kind, source, max(m, 0)) for parent, child, _, _, kind, source, _, _, m in self.steps],
+                                dtype=np.int64).reshape(-1, 5)
+        self.steps_f = np.array([np.concatenate([origin.ravel(), axis, [multiplier, offset]])
+                                 for _, _, origin, axis, _, _, multiplier, offset, _ in self.steps], dtype=float).reshape(-1, 21)
+        self.root = index[robot.root_link]
+        self.layouts: dict = {}
         self.scatter = np.zeros((len(movable), robot.dof))
         for m, (_, source, multiplier) in enumerate(movable):
             self.scatter[m, source] += multiplier
@@ -551,7 +572,75 @@ def _setup(robot, avoid: Avoid):
     return model, kin
 
 
-def _pairs(robot, model, kin, avoid: Avoid, q, within: float | None = None) -> tuple[_Pairs, tuple]:
+#: Tests set this to run the NumPy form even where the numba one is built.
+FORCE_NUMPY = False
+
+
+def _layout(model, kin, avoid: Avoid):
+    """Which capsule and which obstacle each pair row is, and its names: fixed for a robot and a
+    world, so worked out once (rows in the order both forms of `_pairs` fill them)."""
+    key = (avoid.self_, avoid.world)
+    got = kin.layouts.get(key)
+    if got is not None:
+        return got
+    cap_a, cap_b, names = [], [], []
+    if avoid.self_ and len(model.self_pairs):
+        cap_a += model.self_pairs[:, 0].tolist()
+        cap_b += model.self_pairs[:, 1].tolist()
+        names += [(model.links[x], model.links[y]) for x, y in model.self_pairs.tolist()]
+    world = avoid.world
+    moving = np.flatnonzero(model.moving)
+    if world is not None:
+        arrays = world.arrays
+        for table in ("caps_name", "box_name"):
+            for i in moving.tolist():
+                for name in arrays[table]:
+                    cap_a.append(i)
+                    cap_b.append(-1)
+                    names.append((model.links[i], name))
+        if world.ground:
+            for i in moving.tolist():
+                cap_a.append(i)
+                cap_b.append(-1)
+                names.append((model.links[i], GROUND))
+    got = (np.array(cap_a, dtype=np.int64), np.array(cap_b, dtype=np.int64), names, moving.astype(np.int64))
+    if len(kin.layouts) > 16:
+        kin.layouts.clear()
+    kin.layouts[key] = got
+    return got
+
+
+_EMPTY_WORLD = {"caps_a": np.zeros((0, 3)), "caps_b": np.zeros((0, 3)), "caps_r": np.zeros(0), "box_rot": np.zeros((0, 3, 3)),
+                "box_centre": np.zeros((0, 3)), "box_half": np.zeros((0, 3))}
+
+
+def _pairs(robot, model, kin, avoid: Avoid, q) -> tuple[_Pairs, tuple]:
+    from . import _collision_kernel
+
+    run = None if FORCE_NUMPY else _collision_kernel.compiled()
+    if run is None:
+        return _pairs_numpy(robot, model, kin, avoid, q)
+    cap_a, cap_b, names, moving = _layout(model, kin, avoid)
+    world = avoid.world.arrays if avoid.world is not None else _EMPTY_WORLD
+    count = len(cap_a)
+    d = np.empty(count)
+    point_a = np.empty((count, 3))
+    point_b = np.empty((count, 3))
+    normal = np.empty((count, 3))
+    origins = np.empty((kin.movable_count, 3))
+    axes = np.empty((kin.movable_count, 3))
+    self_pairs = model.self_pairs if avoid.self_ else _NO_PAIRS
+    run(np.asarray(q, dtype=float), kin.steps_i, kin.steps_f, len(robot.links), kin.root, kin.capsule_link, model.a, model.b,
+        model.radius, self_pairs, moving, world["caps_a"], world["caps_b"], world["caps_r"], world["box_rot"],
+        world["box_centre"], world["box_half"], bool(avoid.world is not None and avoid.world.ground), d, point_a, point_b,
+        normal, origins, axes)
+    return _Pairs(d, cap_a, point_a, cap_b, point_b, normal, names), (origins, axes)
+
+
+_NO_PAIRS = np.zeros((0, 2), dtype=np.int64)
+
+
+def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[_Pairs, tuple]:
     poses, origins, axes = kin.evaluate(q)
     frames = poses[kin.capsule_link]
     ca = np.einsum("cij,cj->ci", frames[:, :3, :3], model.a) + frames[:, :3, 3]
@@ -659,76 +748,87 @@ def clearance(robot, q, avoid: Avoid) -> Clearance:
 # ---- the solve -------------------------------------------------------------------------------
 
 #: Weight of a hinge residual (m) against the pose residual (m, rad).
-HINGE_WEIGHT = 1.0
+HINGE_WEIGHT = 10.0
 #: Largest joint step per iteration (rad or m): keeps a step from jumping through a thin obstacle.
-MAX_STEP = 0.15
+MAX_STEP = 0.3
 #: Iterations of the collision-aware descent.
 DESCENT_ITERATIONS = 150
+#: A solve that stops short with a pair this close (m, beyond the margin) was stopped by that pair.
+BLOCKED_WITHIN = 0.01
 #: Seeds beyond the start and the plain answer that a cold solve tries.
 COLD_SEEDS = 6
 
 
+def _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin):
+    errors, residual, jac = problem.residual(q[None], targets.rotations, targets.positions)
+    pairs, frames = _pairs(robot, model, kin, avoid, q)
+    hinge = np.maximum(margin - pairs.d, 0.0) * HINGE_WEIGHT
+    r = residual[0] * wrow
+    merit = float(r @ r + hinge @ hinge)
+    return errors[0], r, jac[0], pairs, frames, hinge, merit
+
+
 def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, iterations, margin):
-    """LM on [pose residual; hinge residuals of pairs closer than `margin`]. Returns the best
-    collision-free iterate (pose error first), or the least-penetrating one when none is free:
-    (q, errors (T, 2), clearance of it, iterations)."""
+    """Levenberg-Marquardt on [pose residual; hinge residuals of pairs closer than `margin`],
+    a step taken only when it lowers the sum of squares. Returns the best collision-free iterate
+    (pose error first; the least-penetrating one when none is free), its errors (T, 2), its
+    smallest distance, the iterations used, and the pair nearest at the last iterate (what
+    stopped the descent, when something did)."""
     free = problem.free
     lower, upper = robot.lower[free], robot.upper[free]
-    q = np.clip(q0.copy(), robot.lower, robot.upper)
-    lam = 1e-3
-    best = None  # (key, q, errors, min distance)
     weights = targets.weights
     wrow = np.repeat(weights, 3, axis=1).reshape(-1)
-    cost_prev = None
-    stall = 0
+    q = np.clip(q0.copy(), robot.lower, robot.upper)
+    errors, r, jac, pairs, (origins, axes), hinge, merit = _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin)
+    lam = 1e-3
+    best = None
     used = 0
-    for used in range(1, iterations + 1):
-        errors, residual, jac = problem.residual(q[None], targets.rotations, targets.positions)
-        pairs, (origins, axes) = _pairs(robot, model, kin, avoid, q)
-        d = pairs.d
-        dmin = float(d.min()) if len(d) else math.inf
-        pose_ok = bool(np.all((errors[0] <= (tol_p, tol_r)) | (weights == 0)))
-        pose_cost = float(np.sum((errors[0] * weights) ** 2))
-        key = (0 if dmin >= 0 else 1, pose_cost if dmin >= 0 else -dmin)
+    rejected = 0
+    damping = 1e-9 * np.eye(len(free))
+    while True:
+        dmin = float(pairs.d.min()) if len(pairs.d) else math.inf
+        pose_cost = float(np.sum((errors * weights) ** 2))
+        key = (0, pose_cost) if dmin >= 0 else (1, -dmin)
         if best is None or key < best[0]:
-            best = (key, q.copy(), errors[0].copy(), dmin)
-        active = d < margin
-        if pose_ok and not active.any():
+            best = (key, q.copy(), errors.copy(), dmin)
+        pose_ok = bool(np.all((errors <= (tol_p, tol_r)) | (weights == 0)))
+        if (pose_ok and not hinge.any()) or used >= iterations or rejected > 10:
             break
-        if pose_ok and dmin >= 0 and margin == 0:
-            break
-        r = residual[0] * wrow
-        j = jac[0] * wrow[:, None]
-        if active.any():
-            idx = np.flatnonzero(active)
-            grad = kin.gradient(pairs.cap_a[idx], pairs.point_a[idx], pairs.normal[idx], origins, axes)
-            self_rows = pairs.cap_b[idx] >= 0
+        j = jac * wrow[:, None]
+        rr = r
+        active = np.flatnonzero(hinge > 0)
+        if len(active):
+            grad = kin.gradient(pairs.cap_a[active], pairs.point_a[active], pairs.normal[active], origins, axes)
+            self_rows = pairs.cap_b[active] >= 0
             if self_rows.any():
-                sb = idx[self_rows]
+                sb = active[self_rows]
                 grad[self_rows] -= kin.gradient(pairs.cap_b[sb], pairs.point_b[sb], pairs.normal[sb], origins, axes)
-            hinge = HINGE_WEIGHT * (margin - d[idx])
-            r = np.concatenate([r, hinge])
+            rr = np.concatenate([r, hinge[active]])
             j = np.concatenate([j, HINGE_WEIGHT * grad[:, free]])
-        cost = float(r @ r)
-        if cost_prev is not None and cost > cost_prev * (1 - 1e-9):
-            lam = min(lam * 10.0, 1e6)
-            stall += 1
-            if stall > 12:
-                break
-        else:
-            lam = max(lam * 0.3, 1e-7)
-            stall = 0
-        cost_prev = cost if cost_prev is None else min(cost, cost_prev)
         jtj = j.T @ j
-        step = np.linalg.solve(jtj + lam * (np.diag(np.diag(jtj)) + 1e-9 * np.eye(len(free))), j.T @ r)
-        biggest = float(np.max(np.abs(step), initial=0.0))
-        if biggest > MAX_STEP:
-            step *= MAX_STEP / biggest
-        x = np.clip(q[free] + step, lower, upper)
-        q = q.copy()
-        q[free] = x
+        g = j.T @ rr
+        while True:
+            used += 1
+            step = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj)) + damping + lam * 1e-6 * np.eye(len(free)), g)
+            biggest = float(np.max(np.abs(step), initial=0.0))
+            if biggest > MAX_STEP:
+                step *= MAX_STEP / biggest
+            q_new = q.copy()
+            q_new[free] = np.clip(q[free] + step, lower, upper)
+            got = _evaluate(robot, problem, model, kin, avoid, q_new, targets, wrow, margin)
+            if got[-1] < merit:
+                q = q_new
+                errors, r, jac, pairs, (origins, axes), hinge, merit = got
+                lam = max(lam * 0.3, 1e-9)
+                rejected = 0
+                break
+            lam = min(lam * 10.0, 1e8)
+            rejected += 1
+            if rejected > 10 or used >= iterations:
+                break
+    nearest = pairs.names[int(np.argmin(pairs.d))] if len(pairs.d) else None
     _, q_best, errors_best, dmin_best = best
-    return q_best, errors_best, dmin_best, used
+    return q_best, errors_best, dmin_best, used, nearest
 
 
 def solve_avoiding(robot, targets, start, options, plain_solve):
@@ -760,41 +860,48 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
             seeds.append(seed)
     candidates = []
     if base.converged and base_clear.min_m >= 0:
-        candidates.append((base.joints, None, base_clear.min_m))
+        candidates.append(base.joints)
     iterations = base.iterations
+    blockers = []
     budget_s = options.budget_ms / 1000.0 * 4  # the avoiding solve may take a few plain budgets
+    margins = (avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)
+    finished = False
     for seed in seeds:
-        for margin in ((avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)):
-            q, errors, dmin, used = _descend(robot, problem, model, kin, avoid, seed, arrays, tol_p, tol_r,
-                                             max(DESCENT_ITERATIONS, int(options.max_iterations)), margin)
+        for margin in margins:
+            q, errors, dmin, used, nearest = _descend(robot, problem, model, kin, avoid, seed, arrays, tol_p, tol_r,
+                                                      max(DESCENT_ITERATIONS, int(options.max_iterations)), margin)
             iterations += used
+            candidates.append(q)
             ok = bool(np.all((errors <= (tol_p, tol_r)) | (arrays.weights == 0)))
-            candidates.append((q, errors, dmin))
-            if ok and dmin >= 0:
+            if ok and dmin >= margin:
+                finished = True
                 break
+            if not ok and nearest is not None:
+                blockers.append(nearest)
             seed = q
-        if candidates and _done(candidates[-1], arrays, tol_p, tol_r):
+        if finished or time.perf_counter() - t0 > budget_s:
             break
-        if time.perf_counter() - t0 > budget_s:
-            break
-    # the answer: collision-free first, then nearest the goal
+    # the answer: collision-free first, then within tolerance, then clear by the margin, then nearest the goal
     scored = []
-    for q, errors, dmin in candidates:
+    for q in candidates:
         q_done = np.clip(q, robot.lower, robot.upper)
         errors_done = problem.residual(q_done[None], arrays.rotations, arrays.positions, with_jacobian=False)[0][0]
         pairs, _ = _pairs(robot, model, kin, avoid, q_done)
         clear = _summarise(pairs, avoid)
         ok = bool(np.all((errors_done <= (tol_p, tol_r)) | (arrays.weights == 0)))
         cost = float(np.sum((errors_done * arrays.weights) ** 2))
-        scored.append(((0 if clear.min_m >= 0 else 1, 0 if ok else 1, cost if clear.min_m >= 0 else -clear.min_m),
-                       q_done, errors_done, clear, ok))
+        free = clear.min_m >= 0
+        scored.append(((0 if free else 1, 0 if ok else 1, 0 if clear.min_m >= avoid.margin_m else 1,
+                        cost if free else -clear.min_m), q_done, errors_done, clear, ok))
     scored.sort(key=lambda item: item[0])
     _, q, errors, clear, ok = scored[0]
     converged = ok and clear.min_m >= 0
     if converged:
         reason = "converged"
-    elif clear.colliding or clear.min_m < avoid.margin_m:
-        pair = clear.colliding[0] if clear.colliding else clear.pairs[0][:2]
+    elif clear.colliding:
+        reason = collision_reason(clear.colliding[0], clear.obstacles)
+    elif blockers or clear.min_m < avoid.margin_m + BLOCKED_WITHIN:
+        pair = clear.pairs[0][:2] if clear.min_m < avoid.margin_m + BLOCKED_WITHIN else blockers[0]
         reason = collision_reason(pair, clear.obstacles)
     else:
         reason = base.reason if base.reason != "converged" else "out of reach"
@@ -803,13 +910,6 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
                        reason=reason, iterations=int(iterations), ms=(time.perf_counter() - t0) * 1000.0,
                        backend=base.backend, fallback_reason=base.fallback_reason,
                        min_clearance_m=clear.min_m, colliding=clear.colliding)
-
-
-def _done(candidate, arrays, tol_p, tol_r) -> bool:
-    _, errors, dmin = candidate
-    if errors is None:
-        return dmin >= 0
-    return dmin >= 0 and bool(np.all((errors <= (tol_p, tol_r)) | (arrays.weights == 0)))
 
 
 def _with_clearance(result, clear: Clearance, t0: float):

@@ -1,0 +1,277 @@
+"""The hot part of `collisions._pairs` as scalar loops for numba: forward kinematics of every
+link, then every checked pair's signed distance, closest points and normal, in the same order
+and by the same formulas (segment to segment; segment to box by samples then golden-section
+steps; ground plane) as the NumPy form, so both give the same answers.
+
+Compiled on first use in the calling thread (never a background thread: numba and Blender both
+load LLVM, and loading them at once can deadlock), cached on disk in the Kinema cache folder
+(`core.solve.cache_root()`/numba); where numba is missing or `KINEMA_NO_NUMBA` is set, the NumPy
+form serves.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+SAMPLES = 9
+REFINE = 14
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _fk(q, steps_i, steps_f, link_count, root, poses, origins, axes):
+    for k in range(4):
+        for m in range(4):
+            poses[root, k, m] = 1.0 if k == m else 0.0
+    pose = np.empty((4, 4))
+    for s in range(steps_i.shape[0]):
+        parent, child, kind, source, movable = steps_i[s, 0], steps_i[s, 1], steps_i[s, 2], steps_i[s, 3], steps_i[s, 4]
+        for k in range(4):
+            for m in range(4):
+                acc = 0.0
+                for n in range(4):
+                    acc += poses[parent, k, n] * steps_f[s, 4 * n + m]
+                pose[k, m] = acc
+        if kind != 0:
+            x, y, z = steps_f[s, 16], steps_f[s, 17], steps_f[s, 18]
+            for k in range(3):
+                origins[movable, k] = pose[k, 3]
+                axes[movable, k] = pose[k, 0] * x + pose[k, 1] * y + pose[k, 2] * z
+            value = q[source] * steps_f[s, 19] + steps_f[s, 20]
+            if kind == 1:
+                sn, c = math.sin(value), math.cos(value)
+                t = 1.0 - c
+                r00, r01, r02 = c + x * x * t, x * y * t - z * sn, x * z * t + y * sn
+                r10, r11, r12 = y * x * t + z * sn, c + y * y * t, y * z * t - x * sn
+                r20, r21, r22 = z * x * t - y * sn, z * y * t + x * sn, c + z * z * t
+                for k in range(3):
+                    a0, a1, a2 = pose[k, 0], pose[k, 1], pose[k, 2]
+                    pose[k, 0] = a0 * r00 + a1 * r10 + a2 * r20
+                    pose[k, 1] = a0 * r01 + a1 * r11 + a2 * r21
+                    pose[k, 2] = a0 * r02 + a1 * r12 + a2 * r22
+            else:
+                for k in range(3):
+                    pose[k, 3] += (pose[k, 0] * x + pose[k, 1] * y + pose[k, 2] * z) * value
+        for k in range(4):
+            for m in range(4):
+                poses[child, k, m] = pose[k, m]
+
+
+def _closest(p1, q1, p2, q2, out1, out2):
+    """Segment-to-segment closest points, the NumPy form's formula (`segment_closest`)."""
+    d1 = q1 - p1
+    d2 = q2 - p2
+    r = p1 - p2
+    a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
+    e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
+    f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2]
+    c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2]
+    b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
+    eps = 1e-14
+    denom = a * e - b * b
+    if denom > eps * max(a * e, eps):
+        s = min(max((b * f - c * e) / denom, 0.0), 1.0)
+    else:
+        s = 0.0
+    if a <= eps:
+        s = 0.0
+    t = (b * s + f) / e if e > eps else 0.0
+    if t < 0.0 or t > 1.0:
+        t = min(max(t, 0.0), 1.0)
+        s = 0.0 if a <= eps else min(max((b * t - c) / a, 0.0), 1.0)
+    for k in range(3):
+        out1[k] = p1[k] + s * d1[k]
+        out2[k] = p2[k] + t * d2[k]
+
+
+def _sdf(lx, ly, lz, hx, hy, hz):
+    qx, qy, qz = abs(lx) - hx, abs(ly) - hy, abs(lz) - hz
+    ox, oy, oz = max(qx, 0.0), max(qy, 0.0), max(qz, 0.0)
+    return math.sqrt(ox * ox + oy * oy + oz * oz) + min(max(qx, max(qy, qz)), 0.0)
+
+
+def _segment_box(a, b, rot, centre, half, point, normal):
+    """Returns the signed distance; fills the segment point and the outward normal (world)."""
+    al = np.empty(3)
+    abl = np.empty(3)
+    for k in range(3):
+        acc = 0.0
+        acc2 = 0.0
+        for m in range(3):
+            acc += rot[m, k] * (a[m] - centre[m])
+            acc2 += rot[m, k] * (b[m] - a[m])
+        al[k] = acc
+        abl[k] = acc2
+    hx, hy, hz = half[0], half[1], half[2]
+    step = 1.0 / (SAMPLES - 1)
+    kbest = 0
+    fbest = np.inf
+    for i in range(SAMPLES):
+        t = i * step
+        f = _sdf(al[0] + t * abl[0], al[1] + t * abl[1], al[2] + t * abl[2], hx, hy, hz)
+        if f < fbest:
+            fbest = f
+            kbest = i
+    lo = max(kbest * step - step, 0.0)
+    hi = min(kbest * step + step, 1.0)
+    x1 = hi - GOLDEN * (hi - lo)
+    x2 = lo + GOLDEN * (hi - lo)
+    f1 = _sdf(al[0] + x1 * abl[0], al[1] + x1 * abl[1], al[2] + x1 * abl[2], hx, hy, hz)
+    f2 = _sdf(al[0] + x2 * abl[0], al[1] + x2 * abl[1], al[2] + x2 * abl[2], hx, hy, hz)
+    for _ in range(REFINE):
+        if f1 < f2:
+            hi = x2
+            x2n = x1
+            x1n = hi - GOLDEN * (hi - lo)
+            moved = x1n
+        else:
+            lo = x1
+            x1n = x2
+            x2n = lo + GOLDEN * (hi - lo)
+            moved = x2n
+        fm = _sdf(al[0] + moved * abl[0], al[1] + moved * abl[1], al[2] + moved * abl[2], hx, hy, hz)
+        if f1 < f2:
+            f2 = f1
+            f1 = fm
+        else:
+            f1 = f2
+            f2 = fm
+        x1, x2 = x1n, x2n
+    t = 0.5 * (lo + hi)
+    d = _sdf(al[0] + t * abl[0], al[1] + t * abl[1], al[2] + t * abl[2], hx, hy, hz)
+    if fbest < d:
+        t = kbest * step
+    lx, ly, lz = al[0] + t * abl[0], al[1] + t * abl[1], al[2] + t * abl[2]
+    qx, qy, qz = abs(lx) - hx, abs(ly) - hy, abs(lz) - hz
+    ox, oy, oz = max(qx, 0.0), max(qy, 0.0), max(qz, 0.0)
+    norm = math.sqrt(ox * ox + oy * oy + oz * oz)
+    d = norm + min(max(qx, max(qy, qz)), 0.0)
+    sx = 1.0 if lx >= 0 else -1.0
+    sy = 1.0 if ly >= 0 else -1.0
+    sz = 1.0 if lz >= 0 else -1.0
+    if norm > 0:
+        gx, gy, gz = sx * ox / norm, sy * oy / norm, sz * oz / norm
+    else:
+        gx = gy = gz = 0.0
+        if qx >= qy and qx >= qz:
+            gx = sx
+        elif qy >= qz:
+            gy = sy
+        else:
+            gz = sz
+    for k in range(3):
+        point[k] = a[k] + t * (b[k] - a[k])
+        normal[k] = rot[k, 0] * gx + rot[k, 1] * gy + rot[k, 2] * gz
+    return d
+
+
+def _unit(gap, length, out):
+    if length > 1e-12:
+        for k in range(3):
+            out[k] = gap[k] / length
+    else:
+        out[0] = 0.0
+        out[1] = 0.0
+        out[2] = 1.0
+
+
+def pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, cap_r, self_pairs, moving, world_a, world_b,
+                 world_r, box_rot, box_centre, box_half, ground, d, point_a, point_b, normal, origins, axes):
+    """Fills d (N,), point_a, point_b, normal (N, 3), origins and axes (M, 3) in the NumPy form's
+    pair order: self pairs, moving capsules x world capsules, moving capsules x boxes, ground."""
+    poses = np.empty((link_count, 4, 4))
+    _fk(q, steps_i, steps_f, link_count, root, poses, origins, axes)
+    count = cap_link.shape[0]
+    wa = np.empty((count, 3))
+    wb = np.empty((count, 3))
+    for c in range(count):
+        link = cap_link[c]
+        for k in range(3):
+            acc_a = poses[link, k, 3]
+            acc_b = poses[link, k, 3]
+            for m in range(3):
+                acc_a += poses[link, k, m] * cap_a[c, m]
+                acc_b += poses[link, k, m] * cap_b[c, m]
+            wa[c, k] = acc_a
+            wb[c, k] = acc_b
+    gap = np.empty(3)
+    row = 0
+    for p in range(self_pairs.shape[0]):
+        i, j = self_pairs[p, 0], self_pairs[p, 1]
+        _closest(wa[i], wb[i], wa[j], wb[j], point_a[row], point_b[row])
+        for k in range(3):
+            gap[k] = point_a[row, k] - point_b[row, k]
+        length = math.sqrt(gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2])
+        d[row] = length - cap_r[i] - cap_r[j]
+        _unit(gap, length, normal[row])
+        row += 1
+    for mi in range(moving.shape[0]):
+        i = moving[mi]
+        for w in range(world_r.shape[0]):
+            _closest(wa[i], wb[i], world_a[w], world_b[w], point_a[row], point_b[row])
+            for k in range(3):
+                gap[k] = point_a[row, k] - point_b[row, k]
+            length = math.sqrt(gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2])
+            d[row] = length - cap_r[i] - world_r[w]
+            _unit(gap, length, normal[row])
+            row += 1
+    for mi in range(moving.shape[0]):
+        i = moving[mi]
+        for w in range(box_half.shape[0]):
+            sdf = _segment_box(wa[i], wb[i], box_rot[w], box_centre[w], box_half[w], point_a[row], normal[row])
+            d[row] = sdf - cap_r[i]
+            for k in range(3):
+                point_b[row, k] = point_a[row, k] - normal[row, k] * sdf
+            row += 1
+    if ground:
+        for mi in range(moving.shape[0]):
+            i = moving[mi]
+            lower = wa[i] if wa[i, 2] <= wb[i, 2] else wb[i]
+            d[row] = min(wa[i, 2], wb[i, 2]) - cap_r[i]
+            for k in range(3):
+                point_a[row, k] = lower[k]
+                point_b[row, k] = lower[k] if k < 2 else 0.0
+            normal[row, 0] = 0.0
+            normal[row, 1] = 0.0
+            normal[row, 2] = 1.0
+            row += 1
+
+
+_compiled = None
+_reason = "not built yet"
+
+
+def compiled():
+    """The numba form of `pairs_kernel`, or None (and `reason()` says why)."""
+    global _compiled, _reason
+    if _compiled is not None or _reason != "not built yet":
+        return _compiled
+    try:
+        if os.environ.get("KINEMA_NO_NUMBA"):
+            raise ImportError("KINEMA_NO_NUMBA is set")
+        from ..solve import cache_root
+
+        os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
+        import numba
+
+        if not getattr(numba.config, "CACHE_DIR", ""):
+            numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
+        namespace = dict(globals())
+        import types
+
+        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_unit", "pairs_kernel"):
+            original = globals()[name]
+            clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
+            clone.__module__ = __name__
+            clone.__qualname__ = original.__qualname__
+            namespace[name] = numba.njit(cache=True, nogil=True)(clone)
+        _compiled, _reason = namespace["pairs_kernel"], None
+    except Exception as exc:  # noqa: BLE001 - no numba, or a broken one: the NumPy form serves
+        _compiled, _reason = None, f"numba could not be used ({type(exc).__name__}: {exc})"
+    return _compiled
+
+
+def reason() -> str | None:
+    return _reason
