@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -64,17 +65,23 @@ def test_the_numba_build_is_the_code_we_read(robots):
     arrays = check_targets(robot, goals_at(robot, robot.random_configurations(1, rng)[0], links))
     seeds = robot.random_configurations(5, rng)
     swivel = swivel_links(robot, "link_eef")
-    for swivel_args in ({}, {"swivel_links": swivel, "swivel": 0.7}):
-        compiled = descend_batch(problem, seeds, arrays, 1e-5, 1e-5, 60, compiled=True, **swivel_args)
+    posture = _kernel.posture_columns(kernel_chain(problem), robot.random_configurations(1, rng)[0])
+    for swivel_args in ({}, {"swivel_links": swivel, "swivel": 0.7}, {"posture": posture}):
+        settled = np.zeros(len(seeds), dtype=np.bool_)
+        compiled = descend_batch(problem, seeds, arrays, 1e-5, 1e-5, 60, compiled=True, settled_out=settled, **swivel_args)
         chain = kernel_chain(problem, swivel_args.get("swivel_links"))
         out = (np.empty_like(seeds), np.empty((len(seeds), 1, 2)), np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64),
-               np.zeros(len(seeds), dtype=np.bool_))
+               np.zeros(len(seeds), dtype=np.bool_), np.zeros(len(seeds), dtype=np.bool_))
         wanted = np.full(len(seeds), swivel_args.get("swivel", 0.0))
         _kernel._solve_rows(chain.data, seeds, np.zeros(len(seeds), dtype=np.int64), arrays.positions[None],
-                            arrays.rotations[None], arrays.weights[None], wanted, 1e-5, 1e-5, 60, _kernel.STALL_WINDOW, False, *out)
+                            arrays.rotations[None], arrays.weights[None], wanted, 1e-5, 1e-5, 60, _kernel.STALL_WINDOW, False,
+                            swivel_args.get("posture", np.zeros(0)), *out)
         np.testing.assert_array_equal(out[0], compiled[0])
         np.testing.assert_array_equal(out[3], compiled[3])
+        np.testing.assert_array_equal(out[5], settled)
         assert compiled[3].max() > 1  # real descents, not a no-op
+        if "posture" in swivel_args:
+            assert settled[compiled[4]].all() and settled.any()  # every converged row slid toward the posture
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -254,3 +261,37 @@ def test_a_prepared_solve_answers_as_solve_does(robots, name):
     bad[0, 1] = np.nan
     with pytest.raises(KinemaError, match="not finite"):
         prepared.solve(bad, wxyz, current)
+
+
+@pytest.mark.parametrize("name", ["panda", "xarm7"])
+def test_the_posture_slide_answers_alike_on_numba_plain_numpy_and_prepare(robots, name):
+    """A redundant 7-joint arm with a posture along a tracked path: the slide runs inside the
+    kernel call, and `solve` on numba, `solve` on the plain NumPy form and `prepare(...).solve`
+    with the frame's posture give the same joints (1e-9 between numba paths, 1e-7 against the
+    plain form: the slide stops once no joint moves 1e-8 in a step, and the two forms round
+    differently on the way)."""
+    robot = robots(name)
+    links = CASES[name]
+    held = frozenset(robot.held_joints(True))
+    rng = np.random.default_rng(21)
+    q = robot.random_configurations(1, rng)[0]
+    posture = np.clip(q + 0.3 * rng.standard_normal(robot.dof), robot.lower, robot.upper)
+    options = SolveOptions(backend="numpy", held_joints=held, budget_ms=5000, posture=tuple(posture))
+    prepared = prepare(robot, links, SolveOptions(backend="numpy", held_joints=held, budget_ms=5000))
+    current = q.copy()
+    moved = 0.0
+    for step in range(12):
+        q = np.clip(q + 0.02 * rng.standard_normal(robot.dof), robot.lower, robot.upper)
+        goals = goals_at(robot, q, links)
+        general = solve(robot, goals, current, options)
+        fast = prepared.solve(np.array([g.position for g in goals]), np.array([g.wxyz for g in goals]), current, posture)
+        with _kernel.plain_numpy():
+            plain = solve(robot, goals, current, options)
+        assert general.converged and fast.converged and plain.converged
+        np.testing.assert_allclose(fast.joints, general.joints, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(plain.joints, general.joints, rtol=0, atol=1e-7)
+        # without the posture the warm descent stops elsewhere along the family
+        free = solve(robot, goals, current, replace(options, posture=None))
+        moved = max(moved, float(np.abs(free.joints - general.joints).max()))
+        current = general.joints
+    assert moved > 1e-3, moved

@@ -13,6 +13,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -177,17 +178,22 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
         except Exception as exc:  # noqa: BLE001 - a JAX failure must not cost the user the frame
             backend, fallback_reason = "numpy", f"PyRoki failed ({type(exc).__name__}: {exc})"
     errors = None
+    settled = False
     if q_raw is None:
+        from ._posture import posture_argument
+
         backend = "numpy"
-        q_raw, errors, iterations, _, over_budget = solve_numpy(problem, start, target_arrays, options, t0)
+        q_raw, errors, iterations, _, over_budget, settled = solve_numpy(
+            problem, start, target_arrays, options, t0, posture_argument(problem, target_arrays.weights, options.posture))
     return _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
-                     fallback_reason)
+                     fallback_reason, settled=settled)
 
 
 def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
-              fallback_reason) -> SolveResult:
+              fallback_reason, settled: bool = False) -> SolveResult:
     """The contract on a backend's raw answer (shared by `solve` and `solve_many`): `_finish`,
-    then for PyRoki the branch check and the float64 polish, then the posture slide."""
+    then for PyRoki the branch check and the float64 polish, then the posture slide (unless the
+    kernel `settled` the answer already, in the call that found it)."""
     q, errors = _finish(robot, problem, start, q_raw, target_arrays, options, errors)
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     converged = _within(errors, target_arrays.weights, tol_p, tol_r)
@@ -208,7 +214,7 @@ def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, 
         if np.sum((errors2 * target_arrays.weights) ** 2) <= np.sum((errors * target_arrays.weights) ** 2):
             q, errors = q2, errors2
             converged = _within(errors, target_arrays.weights, tol_p, tol_r)
-    if converged and options.posture is not None:
+    if converged and options.posture is not None and not settled:
         from ._posture import redundancy, settle_posture
 
         if redundancy(problem, target_arrays.weights) > 0:
@@ -358,10 +364,10 @@ class PreparedSolve:
     """The every-frame solve with the checks done once: the link set, options, held joints and
     kernel chain are checked and built here; `solve` then checks only the numbers (in one
     vectorised pass) and goes from arrays to the compiled kernel and back. The contract is the
-    one of `solve` (same `_finish`, same float64 errors); anything but a converged warm descent
-    on the compiled kernel (a PyRoki backend, a cold solve, a posture, numba not ready, a
-    descent that needs restarts, suspicious numbers) takes the general `solve` path, so the
-    answers are the same either way."""
+    one of `solve` (same `_finish`, same float64 errors, the posture slide in the same kernel
+    call); anything but a converged warm descent on the compiled kernel (a PyRoki backend, a
+    cold solve, numba not ready, a descent that needs restarts, suspicious numbers) takes the
+    general `solve` path, so the answers are the same either way."""
 
     def __init__(self, robot, links: Sequence[str], options: SolveOptions | None = None, weights=None):
         self.robot = robot
@@ -374,11 +380,17 @@ class PreparedSolve:
         self.links = probe.links
         self.problem = problem_for(robot, self.links, frozenset(options.held_joints))
         backend, _ = _choose_backend(options, robot, len(self.problem.free))
-        self.fast = backend == "numpy" and not options.cold and options.posture is None and len(self.problem.free) > 0
+        self.fast = backend == "numpy" and not options.cold and len(self.problem.free) > 0
         if self.fast:
             from ._numpy_backend import kernel_chain
+            from ._posture import redundancy
 
             self.chain = kernel_chain(self.problem)
+            self.free = self.problem.free.tolist()
+            # the kernel's posture argument (`_kernel.posture_columns`), refilled per frame
+            self.posture = None
+            if redundancy(self.problem, self.weights) > 0:
+                self.posture = np.concatenate([np.zeros(len(self.problem.free)), self.problem.continuous.astype(float)])
             self.settings = np.array([options.position_tolerance, options.rotation_tolerance, float(options.max_iterations),
                                       float(STALL_WINDOW), 0.0])
             self.packed = np.empty((1, len(self.links), 14))
@@ -388,12 +400,16 @@ class PreparedSolve:
         return [IKTarget(link, tuple(p), tuple(r), *w) for link, p, r, w in
                 zip(self.links, np.asarray(positions).tolist(), np.asarray(wxyz).tolist(), self.weights.tolist())]
 
-    def solve(self, positions, wxyz, start) -> SolveResult:
-        """positions (T, 3) metres and wxyz (T, 4) in the root frame, one row per link."""
+    def solve(self, positions, wxyz, start, posture=None) -> SolveResult:
+        """positions (T, 3) metres and wxyz (T, 4) in the root frame, one row per link;
+        `posture` (n,): this frame's posture (SolveOptions.posture), None for the options' own."""
         t0 = time.perf_counter()
+        options = self.options
+        if posture is not None:
+            options = replace(options, posture=tuple(float(v) for v in posture))
         run = kernel_compiled() if self.fast else None
         if run is None:
-            return solve(self.robot, self.goals(positions, wxyz), start, self.options)
+            return solve(self.robot, self.goals(positions, wxyz), start, options)
         count = len(self.links)
         start = check_start(self.robot, start)
         packed = self.packed
@@ -413,24 +429,32 @@ class PreparedSolve:
                                      1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
                                      2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
                                      2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
+            posture_argument = _NO_POSTURE
+            if options.posture is not None and self.posture is not None:
+                values = options.posture
+                if len(values) != self.robot.dof or not math.isfinite(sum(values)):
+                    raise ValueError
+                posture_argument = self.posture
+                posture_argument[:len(self.free)] = [values[j] for j in self.free]
         except (TypeError, ValueError):
-            return solve(self.robot, self.goals(positions, wxyz), start, self.options)
+            return solve(self.robot, self.goals(positions, wxyz), start, options)
         rows = packed[0]
         q_raw = np.empty((1, self.robot.dof))
         errors = np.empty((1, count, 2))
-        stats = np.empty((1, 3))
-        run(self.chain.ints, self.chain.floats, start[None], _ZERO_INDEX, packed, _ZERO_WANTED, self.settings, q_raw, errors,
-            stats)
+        stats = np.empty((1, 4))
+        run(self.chain.ints, self.chain.floats, start[None], _ZERO_INDEX, packed, _ZERO_WANTED, self.settings,
+            posture_argument, q_raw, errors, stats)
         if stats[0, 2] < 0.5:  # the start's descent did not make it: restarts, budget and reason as `solve` does them
-            return solve(self.robot, self.goals(positions, wxyz), start, self.options)
+            return solve(self.robot, self.goals(positions, wxyz), start, options)
         targets = TargetArrays(self.links, rows[:, :3], rows[:, 3:12].reshape(count, 3, 3), np.asarray(wxyz, dtype=float),
                                self.weights)
-        return _complete(self.robot, self.problem, start, targets, self.options, t0, q_raw[0], errors[0], int(stats[0, 1]),
-                         False, "numpy", None)
+        return _complete(self.robot, self.problem, start, targets, options, t0, q_raw[0], errors[0], int(stats[0, 1]),
+                         False, "numpy", None, settled=stats[0, 3] > 0.5)
 
 
 _ZERO_INDEX = np.zeros(1, dtype=np.int64)
 _ZERO_WANTED = np.zeros(1)
+_NO_POSTURE = np.zeros(0)
 _MAX_DISTANCE_SQUARED = MAX_TARGET_DISTANCE_M ** 2
 
 

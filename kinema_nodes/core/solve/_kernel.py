@@ -50,6 +50,27 @@ SWIVEL_MET = 1e-5
 #: Step for the numerical derivative of the swivel angle (rad).
 DERIVATIVE_STEP = 1e-6
 
+# The posture slide (see `_settle` and core/solve/_posture.py for why).
+#: The slide stops when no joint moves more than this in one step (rad or m).
+POSTURE_STEP_TOLERANCE = 1e-8
+#: Largest change of one joint in one step of the slide.
+POSTURE_MAX_STEP = 0.2
+POSTURE_MAX_ITERATIONS = 200
+#: An answer further than this (m, rad) off its targets is not slid at all.
+DRIFT_LIMIT = 1e-3
+#: The Newton return onto the family stops below this error (m, rad), or after RETURN_STEPS.
+PROJECTED = 1e-11
+#: A slide step whose return ends further off than this (m, rad) is shortened.
+ON_FAMILY = 1e-9
+RETURN_STEPS = 6
+#: Pulls shorter than this are taken without the distance test (it would compare round-off).
+ROUNDING = 1e-7
+#: The step length adapts between these multiples of the projected pull.
+MIN_FRACTION, MAX_FRACTION = 1e-6, 8.0
+#: J J^T is regularised by this fraction of its trace: a singular arm gets a bounded step
+#: (the least-change step's SVD cut-off, without an SVD).
+RANK_REGULARISER = 1e-12
+
 REVOLUTE, PRISMATIC = 0, 1
 
 
@@ -272,6 +293,22 @@ def _wrap(angle):
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
 
 
+def _add_column(J, base, c, linear, angular, revolute, W, C, tp, i):
+    """Node i's motion of the point tp into column c of J: rows base..base+2 (scaled by `linear`)
+    and, for a revolute joint with `angular` non-zero, the rotation rows base+3..base+5."""
+    if revolute:
+        l0, l1, l2 = tp[0] - C[i, 0], tp[1] - C[i, 1], tp[2] - C[i, 2]
+        J[base, c] += linear * (W[i, 1] * l2 - W[i, 2] * l1)
+        J[base + 1, c] += linear * (W[i, 2] * l0 - W[i, 0] * l2)
+        J[base + 2, c] += linear * (W[i, 0] * l1 - W[i, 1] * l0)
+        if angular != 0.0:
+            for a in range(3):
+                J[base + 3 + a, c] += angular * W[i, a]
+    else:
+        for a in range(3):
+            J[base + a, c] += linear * W[i, a]
+
+
 def _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J):
     """Errors (T,2), weighted residual r (rows) and Jacobian J (rows, k) at q; the swivel row
     last when the chain has swivel points. Returns (cost, swivel residual)."""
@@ -306,20 +343,8 @@ def _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J):
             r[base + a] *= wp
             r[base + 3 + a] *= wr
         for i in range(m):
-            c = column[i]
-            if c < 0 or not affects[t, i]:
-                continue
-            f = mult[i]
-            if kind[i] == REVOLUTE:
-                l0, l1, l2 = tp[0] - C[i, 0], tp[1] - C[i, 1], tp[2] - C[i, 2]
-                J[base, c] += f * wp * (W[i, 1] * l2 - W[i, 2] * l1)
-                J[base + 1, c] += f * wp * (W[i, 2] * l0 - W[i, 0] * l2)
-                J[base + 2, c] += f * wp * (W[i, 0] * l1 - W[i, 1] * l0)
-                for a in range(3):
-                    J[base + 3 + a, c] += f * wr * W[i, a]
-            else:
-                for a in range(3):
-                    J[base + a, c] += f * wp * W[i, a]
+            if column[i] >= 0 and affects[t, i]:
+                _add_column(J, base, column[i], mult[i] * wp, mult[i] * wr, kind[i] == REVOLUTE, W, C, tp, i)
     swivel = 0.0
     if point_node.shape[0] == 3:
         # The three points and their position Jacobians, then the angle at q and at q + h e_c
@@ -331,18 +356,8 @@ def _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J):
             for a in range(3):
                 pts[n, a] = tp[a]
             for i in range(m):
-                c = column[i]
-                if c < 0 or not point_affects[n, i]:
-                    continue
-                f = mult[i]
-                if kind[i] == REVOLUTE:
-                    l0, l1, l2 = tp[0] - C[i, 0], tp[1] - C[i, 1], tp[2] - C[i, 2]
-                    jp[n, 0, c] += f * (W[i, 1] * l2 - W[i, 2] * l1)
-                    jp[n, 1, c] += f * (W[i, 2] * l0 - W[i, 0] * l2)
-                    jp[n, 2, c] += f * (W[i, 0] * l1 - W[i, 1] * l0)
-                else:
-                    for a in range(3):
-                        jp[n, a, c] += f * W[i, a]
+                if column[i] >= 0 and point_affects[n, i]:
+                    _add_column(jp[n], 0, column[i], mult[i], 0.0, kind[i] == REVOLUTE, W, C, tp, i)
         angle = _swivel_angle(pts[0, 0], pts[0, 1], pts[0, 2], pts[1, 0], pts[1, 1], pts[1, 2], pts[2, 0], pts[2, 1], pts[2, 2])
         swivel = _wrap(wanted - angle)
         row = 6 * tip_node.shape[0]
@@ -405,6 +420,66 @@ def _damped_solve(A, g, damping, keep, step):
         step[a] = s / L[a, a] if keep[a] else 0.0
 
 
+def _min_norm(J, v, keep, toward, task, pull):
+    """Over the kept columns of J: task = the least-change step J^+ v that meets the linearised
+    targets, and pull = `toward` less its part the targets see (projected onto the null space
+    of J). The other columns get 0. By Cholesky of J J^T (rows x rows, regularised)."""
+    rows, k = J.shape
+    M = np.empty((rows, rows))
+    trace = 0.0
+    for a in range(rows):
+        for b in range(a + 1):
+            s = 0.0
+            for c in range(k):
+                if keep[c]:
+                    s += J[a, c] * J[b, c]
+            M[a, b] = s
+            M[b, a] = s
+        trace += M[a, a]
+    eps = RANK_REGULARISER * trace + 1e-300
+    y = np.empty((rows, 2))
+    for a in range(rows):
+        M[a, a] += eps
+        s = 0.0
+        for c in range(k):
+            if keep[c]:
+                s += J[a, c] * toward[c]
+        y[a, 0] = v[a]
+        y[a, 1] = s
+    for a in range(rows):  # M = L L^T in place (lower triangle)
+        for b in range(a + 1):
+            s = M[a, b]
+            for c in range(b):
+                s -= M[a, c] * M[b, c]
+            if a == b:
+                M[a, a] = math.sqrt(max(s, 1e-300))
+            else:
+                M[a, b] = s / M[b, b]
+    for h in range(2):
+        for a in range(rows):
+            s = y[a, h]
+            for c in range(a):
+                s -= M[a, c] * y[c, h]
+            y[a, h] = s / M[a, a]
+        for a in range(rows - 1, -1, -1):
+            s = y[a, h]
+            for c in range(a + 1, rows):
+                s -= M[c, a] * y[c, h]
+            y[a, h] = s / M[a, a]
+    for c in range(k):
+        if keep[c]:
+            s0 = 0.0
+            s1 = 0.0
+            for a in range(rows):
+                s0 += J[a, c] * y[a, 0]
+                s1 += J[a, c] * y[a, 1]
+            task[c] = s0
+            pull[c] = toward[c] - s1
+        else:
+            task[c] = 0.0
+            pull[c] = 0.0
+
+
 # ---- leaves, vectorised form (the same numbers in plain NumPy, when numba is missing) ---------
 
 def _evaluate_np(data, q, tpos, trot, twt, wanted, errors, r, J):
@@ -434,6 +509,17 @@ def _evaluate_np(data, q, tpos, trot, twt, wanted, errors, r, J):
         for col in range(k):
             J[row, col] = SWIVEL_WEIGHT * _wrap(_swivel_angle(*moved[0][col], *moved[1][col], *moved[2][col]) - angle) / DERIVATIVE_STEP
     return cost, swivel
+
+
+def _min_norm_np(J, v, keep, toward, task, pull):
+    task[:] = 0.0
+    pull[:] = 0.0
+    j = J[:, keep]
+    M = j @ j.T
+    M += (RANK_REGULARISER * np.trace(M) + 1e-300) * np.eye(len(M))
+    y = np.linalg.solve(M, np.stack([v, j @ toward[keep]], axis=1))
+    task[keep] = j.T @ y[:, 0]
+    pull[keep] = toward[keep] - j.T @ y[:, 1]
 
 
 def _normal_np(J, r, A, g):
@@ -532,17 +618,192 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
     return iterations, _converged(errors, twt, tol_p, tol_r, swivel, has_swivel), swivel
 
 
+def _family_error(errors, twt):
+    """The largest error of a weighted equation (how far q is off the family of answers)."""
+    worst = 0.0
+    for t in range(errors.shape[0]):
+        if twt[t, 0] > 0:
+            worst = max(worst, errors[t, 0])
+        if twt[t, 1] > 0:
+            worst = max(worst, errors[t, 1])
+    return worst
+
+
+def _toward(anchor, continuous, x, out):
+    """anchor - x, multi-turn joints the short way round; returns half its squared length."""
+    total = 0.0
+    for c in range(x.shape[0]):
+        d = anchor[c] - x[c]
+        if continuous[c] > 0.5:
+            d = _wrap(d)
+        out[c] = d
+        total += d * d
+    return 0.5 * total
+
+
+def _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, keep, zeros, task, pull):
+    """Newton steps of least change from q (in place, x = its free part) back onto the family
+    (the weighted targets met exactly); errors, r and J are left at the end point."""
+    free, lower, upper = data[17], data[18], data[19]
+    for step in range(RETURN_STEPS + 1):
+        _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J)
+        if _family_error(errors, twt) < PROJECTED or step == RETURN_STEPS:
+            break
+        _min_norm(J, r, keep, zeros, task, pull)
+        for c in range(free.shape[0]):
+            x[c] = min(max(x[c] + task[c], lower[c]), upper[c])
+            q[free[c]] = x[c]
+
+
+def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
+    """Slide the converged q (n,) along its family of answers toward the posture, the targets
+    held (core/solve/_posture.py says why). posture (2k,): the anchor per free column, then 1.0
+    for a multi-turn column. Each step pulls toward the anchor within the joint motions the
+    targets do not see, then Newton steps return onto the family; a step is kept only if it
+    brings the arm nearer the anchor (a line search whose length adapts to the family's
+    curvature, Barzilai-Borwein). Returns (iterations, settled); where the slide cannot keep
+    the targets within tolerance q and errors are left as they came."""
+    free, lower, upper = data[17], data[18], data[19]
+    k = free.shape[0]
+    rows = 6 * data[9].shape[0]
+    anchor = posture[:k]
+    continuous = posture[k:2 * k]
+    original = q.copy()
+    original_errors = errors.copy()
+    r = np.empty(rows)
+    J = np.empty((rows, k))
+    _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J)
+    if _family_error(errors, twt) > DRIFT_LIMIT:
+        errors[:, :] = original_errors
+        return 0, False
+    x = np.empty(k)
+    for c in range(k):
+        x[c] = q[free[c]]
+    toward = np.empty(k)
+    task = np.empty(k)
+    pull = np.empty(k)
+    after = np.empty(k)
+    zeros = np.zeros(k)
+    keep = np.empty(k, dtype=np.bool_)
+    everything = np.ones(k, dtype=np.bool_)
+    q_trial = q.copy()
+    x_trial = np.empty(k)
+    x_before = np.empty(k)
+    step = np.empty(k)
+    r_trial = np.empty(rows)
+    J_trial = np.empty((rows, k))
+    errors_trial = np.empty_like(errors)
+    far = _toward(anchor, continuous, x, toward)
+    fraction = 1.0
+    iterations = 0
+    for iterations in range(1, POSTURE_MAX_ITERATIONS + 1):
+        _toward(anchor, continuous, x, toward)
+        for c in range(k):
+            keep[c] = True
+        _min_norm(J, r, keep, toward, task, pull)
+        for _ in range(k):  # joints on a limit that the pull pushes outward sit out
+            blocked = False
+            for c in range(k):
+                if keep[c] and ((x[c] <= lower[c] and pull[c] < 0) or (x[c] >= upper[c] and pull[c] > 0)):
+                    keep[c] = False
+                    blocked = True
+            if not blocked:
+                break
+            _min_norm(J, r, keep, toward, task, pull)
+        size = 0.0
+        for c in range(k):
+            size = max(size, abs(pull[c]))
+        if size < POSTURE_STEP_TOLERANCE:
+            if iterations == 1:  # already where it settles: leave the answer bit for bit
+                for c in range(q.shape[0]):
+                    q[c] = original[c]
+                errors[:, :] = original_errors
+                return 0, True
+            break
+        if iterations == 1:
+            # Meet the targets exactly first, so that the distance test below compares pulls,
+            # not the solver's tolerance.
+            _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, everything, zeros, task, after)
+            far = _toward(anchor, continuous, x, after)
+            continue
+        accepted = False
+        near = far
+        while fraction >= MIN_FRACTION:
+            biggest = 0.0
+            for c in range(k):
+                step[c] = fraction * pull[c]
+                biggest = max(biggest, abs(step[c]))
+            shrink = POSTURE_MAX_STEP / biggest if biggest > POSTURE_MAX_STEP else 1.0
+            decrease = 0.0
+            for c in range(k):
+                step[c] *= shrink
+                decrease += step[c] * pull[c]
+            for c in range(q.shape[0]):
+                q_trial[c] = q[c]
+            for c in range(k):
+                x_trial[c] = min(max(x[c] + task[c] + step[c], lower[c]), upper[c])
+                q_trial[free[c]] = x_trial[c]
+            _return_to_family(data, q_trial, x_trial, tpos, trot, twt, errors_trial, r_trial, J_trial, everything, zeros,
+                              after, toward)
+            near = _toward(anchor, continuous, x_trial, after)
+            # back on the family within the solve's tolerance (a long step whose Newton return
+            # has not got there yet is shortened, so the slide never ends off target)
+            on_family = _family_error(errors_trial, twt) <= ON_FAMILY and _converged(errors_trial, twt, tol_p, tol_r, 0.0,
+                                                                                     False)
+            # Below ROUNDING the distances differ by round-off only: take the step as it is.
+            if on_family and (near <= far - 1e-4 * decrease or size < ROUNDING):
+                accepted = True
+                break
+            fraction *= 0.5
+        if not accepted:
+            break
+        for c in range(q.shape[0]):
+            q[c] = q_trial[c]
+        for c in range(k):
+            x_before[c] = x[c]
+            x[c] = x_trial[c]
+        errors[:, :] = errors_trial
+        r, r_trial = r_trial, r
+        J, J_trial = J_trial, J
+        far = near
+        # The next length from the last step and how much the pull changed over it.
+        _toward(anchor, continuous, x, toward)
+        _min_norm(J, r, keep, toward, task, after)
+        moved2 = 0.0
+        curvature = 0.0
+        for c in range(k):
+            moved = x[c] - x_before[c]
+            moved2 += moved * moved
+            curvature += moved * (pull[c] - after[c])
+        fraction = min(max(moved2 / curvature, MIN_FRACTION), MAX_FRACTION) if curvature > 0 else min(MAX_FRACTION,
+                                                                                                      fraction * 2.0)
+    if not _converged(errors, twt, tol_p, tol_r, 0.0, False):
+        for c in range(q.shape[0]):
+            q[c] = original[c]
+        errors[:, :] = original_errors
+        return iterations, False
+    return iterations, True
+
+
 def _solve_rows(data, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, stall_window,
-                stop_at_first, q_out, errors_out, swivel_out, iterations_out, converged_out):
+                stop_at_first, posture, q_out, errors_out, swivel_out, iterations_out, converged_out, settled_out):
     """`_descend` from every row of seeds (S, n), row s aiming at problem problem_of[s] (its
     targets tpos/trot/twt[p] and swivel wanted[s]). With stop_at_first the rows after the first
-    converged one are not run (iterations_out = -1). Returns how many rows ran."""
+    converged one are not run (iterations_out = -1). A non-empty `posture` (2k,) settles each
+    converged row toward it (`_settle`, its iterations added; settled_out says whether it
+    did). Returns how many rows ran."""
     ran = 0
+    settle = posture.shape[0] > 0 and data[13].shape[0] != 3
     for s in range(seeds.shape[0]):
         p = problem_of[s]
         q_out[s, :] = seeds[s]
         its, ok, sw = _descend(data, q_out[s], tpos[p], trot[p], twt[p], wanted[s], tol_p, tol_r, max_iterations,
                                stall_window, errors_out[s])
+        settled_out[s] = False
+        if ok and settle:
+            extra, settled = _settle(data, q_out[s], tpos[p], trot[p], twt[p], posture, tol_p, tol_r, errors_out[s])
+            its += extra
+            settled_out[s] = settled
         iterations_out[s], converged_out[s], swivel_out[s] = its, ok, sw
         ran += 1
         if ok and stop_at_first:
@@ -587,10 +848,11 @@ def _unpack(ints, floats):
             point_rot, point_pos, point_affects, free, lower, upper)
 
 
-def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, q_out, errors_out, stats_out):
+def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, posture, q_out, errors_out, stats_out):
     """`_solve_rows` with the chain as two buffers, targets as one (P, T, 14) array (position,
-    rotation, weights), settings (tol_p, tol_r, max_iterations, stall_window, stop_at_first) and
-    the per-row swivel residual, iterations and converged flag in stats_out (S, 3): ten arguments."""
+    rotation, weights), settings (tol_p, tol_r, max_iterations, stall_window, stop_at_first),
+    the posture (2k,) or empty, and the per-row swivel residual, iterations, converged and
+    settled flags in stats_out (S, 4): eleven arguments."""
     data = _unpack(ints, floats)
     count = targets.shape[0]
     tcount = targets.shape[1]
@@ -609,19 +871,23 @@ def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, q_o
     swivel = np.zeros(rows)
     iterations = np.zeros(rows, dtype=np.int64)
     converged = np.zeros(rows, dtype=np.bool_)
+    settled = np.zeros(rows, dtype=np.bool_)
     ran = _solve_rows(data, seeds, problem_of, tpos, trot, twt, wanted, settings[0], settings[1], int(settings[2]),
-                      int(settings[3]), settings[4] > 0.5, q_out, errors_out, swivel, iterations, converged)
+                      int(settings[3]), settings[4] > 0.5, posture, q_out, errors_out, swivel, iterations, converged,
+                      settled)
     for s in range(rows):
         stats_out[s, 0] = swivel[s]
         stats_out[s, 1] = iterations[s]
         stats_out[s, 2] = 1.0 if converged[s] else 0.0
+        stats_out[s, 3] = 1.0 if settled[s] else 0.0
     return ran
 
 
 # ---- building the two forms --------------------------------------------------------------------
 
-_LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_evaluate", "_normal", "_damped_solve",
-           "_converged", "_descend", "_solve_rows", "_unpack", "_packed_rows")
+_LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal", "_damped_solve",
+           "_min_norm", "_converged", "_descend", "_family_error", "_toward", "_return_to_family", "_settle", "_solve_rows",
+           "_unpack", "_packed_rows")
 _lock = threading.Lock()
 _numpy_form: types.FunctionType | None = None
 _numba_form = None
@@ -636,8 +902,8 @@ def _plain():
     global _numpy_form
     if _numpy_form is None:
         namespace = dict(globals())
-        namespace.update(_evaluate=_evaluate_np, _normal=_normal_np, _damped_solve=_damped_solve_np)
-        for name in ("_converged", "_descend", "_solve_rows"):
+        namespace.update(_evaluate=_evaluate_np, _normal=_normal_np, _damped_solve=_damped_solve_np, _min_norm=_min_norm_np)
+        for name in ("_converged", "_descend", "_return_to_family", "_settle", "_solve_rows"):
             original = globals()[name]
             namespace[name] = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
         _numpy_form = namespace["_solve_rows"]
@@ -684,7 +950,8 @@ def _build_numba() -> None:
         targets[0, 0, 3:12] = np.eye(3).ravel()
         targets[0, 0, 12:] = 1.0
         run(ints, floats, np.zeros((1, 1)), np.zeros(1, dtype=np.int64), targets, np.zeros(1),
-            np.array([1e-5, 1e-5, 2.0, STALL_WINDOW, 0.0]), np.empty((1, 1)), np.empty((1, 1, 2)), np.empty((1, 3)))
+            np.array([1e-5, 1e-5, 2.0, STALL_WINDOW, 0.0]), np.zeros(2), np.empty((1, 1)), np.empty((1, 1, 2)),
+            np.empty((1, 4)))
         global _numba_leaves
         _numba_leaves = namespace  # the jitted leaves (the posture slide evaluates with `_evaluate`)
         _numba_form, _numba_reason, _state = run, None, "ready"
@@ -746,13 +1013,27 @@ def plain_numpy():
         _force_plain = previous
 
 
+_NO_POSTURE = np.zeros(0)
+
+
+def posture_columns(chain: KernelChain, posture) -> np.ndarray:
+    """The kernel's posture argument (2k,): the posture (n,) at the free columns, then 1.0 for
+    each multi-turn column."""
+    continuous = chain.problem.continuous
+    return np.concatenate([np.asarray(posture, dtype=float)[chain.free], np.asarray(continuous, dtype=float)])
+
+
 def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations,
-               stall_window=STALL_WINDOW, stop_at_first=False, compiled: bool | None = None, packed=None):
+               stall_window=STALL_WINDOW, stop_at_first=False, compiled: bool | None = None, packed=None, posture=None,
+               settled_out=None):
     """Run the kernel (`_solve_rows`); `compiled=None` takes numba when it is ready, False
     forces the plain NumPy form. `packed` (P, T, 14): the targets as the compiled kernel reads
-    them, when the caller has them so already. Returns (q (S,n), errors (S,T,2), swivel (S,), iterations (S,),
-    converged (S,))."""
+    them, when the caller has them so already. `posture` (2k, `posture_columns`): settle each
+    converged row toward it; `settled_out` (S,) bool receives whether it did. Returns (q (S,n),
+    errors (S,T,2), swivel (S,), iterations (S,), converged (S,))."""
     count = seeds.shape[0]
+    posture = _NO_POSTURE if posture is None else posture
+    settled = np.zeros(count, dtype=np.bool_) if settled_out is None else settled_out
     q = np.empty_like(seeds)
     errors = np.empty((count, chain.targets, 2))
     if compiled is None and _force_plain:
@@ -766,13 +1047,14 @@ def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, t
             packed[..., :3] = tpos
             packed[..., 3:12] = trot.reshape(tpos.shape[0], chain.targets, 9)
             packed[..., 12:] = twt
-        stats = np.empty((count, 3))
+        stats = np.empty((count, 4))
         settings = np.array([tol_p, tol_r, max_iterations, stall_window, 1.0 if stop_at_first else 0.0], dtype=float)
-        run(chain.ints, chain.floats, seeds, problem_of, packed, wanted, settings, q, errors, stats)
+        run(chain.ints, chain.floats, seeds, problem_of, packed, wanted, settings, posture, q, errors, stats)
+        settled[:] = stats[:, 3] > 0.5
         return q, errors, stats[:, 0], stats[:, 1].astype(np.int64), stats[:, 2] > 0.5
     swivel = np.zeros(count)
     iterations = np.zeros(count, dtype=np.int64)
     converged = np.zeros(count, dtype=np.bool_)
     _plain()(chain.plain_data, seeds, problem_of, tpos, trot, twt, wanted, float(tol_p), float(tol_r), int(max_iterations),
-             int(stall_window), bool(stop_at_first), q, errors, swivel, iterations, converged)
+             int(stall_window), bool(stop_at_first), posture, q, errors, swivel, iterations, converged, settled)
     return q, errors, swivel, iterations, converged

@@ -50,30 +50,34 @@ def kernel_chain(problem: ChainProblem, swivel_links: tuple[str, ...] | None = N
 
 
 def descend_batch(problem: ChainProblem, seeds: np.ndarray, targets, tol_p, tol_r, max_iterations, *, stop_at_first=False,
-                  swivel_links=None, swivel=None, stall_window=STALL_WINDOW, compiled=None):
+                  swivel_links=None, swivel=None, stall_window=STALL_WINDOW, compiled=None, posture=None, settled_out=None):
     """The kernel from every row of seeds (S, n) toward one set of targets (`check_targets`),
     over `problem` (`problem_for`): the LM loop of the solver, Elbow Swivel and Find Solutions.
     `swivel_links` (shoulder, elbow, wrist) with `swivel` (angle, or one per row) adds the
     elbow-swivel equation; `stall_window=0` never gives up on a slow descent. Returns
     (q (S,n), errors (S,T,2), swivel residual (S,), iterations (S,), converged (S,)); with
-    stop_at_first, rows after the first converged one did not run (iterations -1)."""
+    stop_at_first, rows after the first converged one did not run (iterations -1). `posture`
+    (`_posture.posture_argument`) settles converged rows toward it, `settled_out` (S,) says which."""
     seeds = np.ascontiguousarray(seeds, dtype=float)
     count = seeds.shape[0]
     chain = kernel_chain(problem, swivel_links)
     wanted = np.zeros(count) if swivel is None else np.ascontiguousarray(np.broadcast_to(swivel, (count,)), dtype=float)
     return _kernel.solve_rows(chain, seeds, np.zeros(count, dtype=np.int64), targets.positions[None], targets.rotations[None],
                               targets.weights[None], wanted, tol_p, tol_r, max_iterations, stall_window, stop_at_first,
-                              compiled, None if targets.packed is None else targets.packed[None])
+                              compiled, None if targets.packed is None else targets.packed[None], posture, settled_out)
 
 
-def lm_run(problem: ChainProblem, q0: np.ndarray, targets, tol_p, tol_r, max_iterations, deadline=None, compiled=None):
+def lm_run(problem: ChainProblem, q0: np.ndarray, targets, tol_p, tol_r, max_iterations, deadline=None, compiled=None,
+           posture=None, settled_out=None):
     """One descent from q0 (n,): (q, errors, iterations, converged). The kernel never reads
-    the clock; `deadline` is accepted for the callers' symmetry and bounded by max_iterations."""
+    the clock; `deadline` is accepted for the callers' symmetry and bounded by max_iterations.
+    `posture`/`settled_out`: as in `descend_batch`."""
     chain = kernel_chain(problem)
     packed = None if targets.packed is None else targets.packed[None]
     q, errors, _, iterations, converged = _kernel.solve_rows(
         chain, np.asarray(q0, dtype=float)[None], _ZERO_INDEX, targets.positions[None], targets.rotations[None],
-        targets.weights[None], _ZERO, tol_p, tol_r, max_iterations, STALL_WINDOW, False, compiled, packed)
+        targets.weights[None], _ZERO, tol_p, tol_r, max_iterations, STALL_WINDOW, False, compiled, packed, posture,
+        settled_out)
     return q[0], errors[0], int(iterations[0]), bool(converged[0])
 
 
@@ -112,15 +116,19 @@ def random_seeds(problem: ChainProblem, start: np.ndarray, attempt: int) -> np.n
     return seeds
 
 
-def _rows_until(problem, seeds, targets, tol_p, tol_r, max_iterations, stop_at_first: bool, deadline: float):
+def _rows_until(problem, seeds, targets, tol_p, tol_r, max_iterations, stop_at_first: bool, deadline: float, posture=None):
     """`descend_batch` over the seeds, all in one call when the kernel is compiled; seed by seed
     on the plain NumPy form (the kernel never reads the clock, and there a seed costs
-    milliseconds), stopping at the deadline. Rows not run have iterations -1."""
+    milliseconds), stopping at the deadline. Rows not run have iterations -1. Returns the rows
+    of `descend_batch` and, last, which rows settled toward `posture`."""
+    settled = np.zeros(len(seeds), dtype=bool)
     if _kernel.kernel_status()[0] == "numba" and not _kernel._force_plain:
-        return descend_batch(problem, seeds, targets, tol_p, tol_r, max_iterations, stop_at_first=stop_at_first)
+        return (*descend_batch(problem, seeds, targets, tol_p, tol_r, max_iterations, stop_at_first=stop_at_first,
+                               posture=posture, settled_out=settled), settled)
     parts = []
     for row in range(len(seeds)):
-        part = descend_batch(problem, seeds[row:row + 1], targets, tol_p, tol_r, max_iterations)
+        part = descend_batch(problem, seeds[row:row + 1], targets, tol_p, tol_r, max_iterations, posture=posture,
+                             settled_out=settled[row:row + 1])
         parts.append(part)
         if (stop_at_first and part[4][0]) or time.perf_counter() > deadline:
             break
@@ -130,14 +138,15 @@ def _rows_until(problem, seeds, targets, tol_p, tol_r, max_iterations, stop_at_f
     swivel = np.concatenate([p[2] for p in parts] + [np.zeros(rest)])
     iterations = np.concatenate([p[3] for p in parts] + [np.full(rest, -1, dtype=np.int64)])
     converged = np.concatenate([p[4] for p in parts] + [np.zeros(rest, dtype=bool)])
-    return q, errors, swivel, iterations, converged
+    return q, errors, swivel, iterations, converged, settled
 
 
-def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: float):
+def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: float, posture=None):
     """Warm: one descent from `start`, then one batch of random restarts if it failed, taking
     the converged answer nearest the start. Cold: batches of seeds (the first led by `start`),
-    each stopping at its first converged seed, until one converges or the budget ends.
-    Returns (q, errors, iterations, converged, over_budget)."""
+    each stopping at its first converged seed, until one converges or the budget ends. With
+    `posture` (`_posture.posture_argument`) each converged answer settles toward it in the same
+    kernel call. Returns (q, errors, iterations, converged, over_budget, settled)."""
     deadline = t0 + options.budget_ms / 1000.0
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     total = 0
@@ -145,16 +154,21 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
     attempt = 0
     while True:
         if attempt == 0 and not options.cold:
-            q, errors, iterations, converged = lm_run(problem, start, targets, tol_p, tol_r, options.max_iterations)
+            settled_rows = np.zeros(1, dtype=bool)
+            q, errors, iterations, converged = lm_run(problem, start, targets, tol_p, tol_r, options.max_iterations,
+                                                      posture=posture, settled_out=settled_rows)
+            settled = bool(settled_rows[0])
         else:
             seeds = random_seeds(problem, start, attempt)
             if attempt == 0:
                 seeds[0] = start  # the start leads
-            rows = _rows_until(problem, seeds, targets, tol_p, tol_r, options.max_iterations, options.cold, deadline)
+            rows = _rows_until(problem, seeds, targets, tol_p, tol_r, options.max_iterations, options.cold, deadline,
+                               posture)
             q, errors, iterations, converged = pick(rows[0], rows[1], rows[3], rows[4], start, targets.weights, options.cold)
+            settled = bool(np.any(rows[5] & np.all(rows[0] == q, axis=1)))
         total += iterations
         if converged:
-            return q, errors, total, True, False
+            return q, errors, total, True, False, settled
         cost = float(cost_of(errors, targets.weights))
         # Warm and not converged anywhere: keep the descent from the start (the arm follows as
         # near as it can); a restart that merely got closer is another branch, a pop on replay.
@@ -163,4 +177,4 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
         attempt += 1
         over = time.perf_counter() > deadline
         if over or (not options.cold and attempt > 1):
-            return best[1], best[2], total, False, over
+            return best[1], best[2], total, False, over, False
