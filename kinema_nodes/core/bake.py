@@ -168,6 +168,8 @@ class BakeReport:
     def reasons(self, frame: int) -> list[str]:
         """Short words for why a frame is flagged ("not converged", "near limit", ...)."""
         words = []
+        if frame in self.in_collision:  # first: the flag that matters most survives a marker's 63-character name
+            words.append("in collision: " + ", ".join(self.in_collision[frame]))
         if frame in self.not_converged:
             words.append("not converged")
         if frame in self.near_limit:
@@ -176,8 +178,6 @@ class BakeReport:
             words.append("too fast: " + ", ".join(self.too_fast[frame]))
         if frame in self.flips:
             words.append("branch flip")
-        if frame in self.in_collision:
-            words.append("in collision: " + ", ".join(self.in_collision[frame]))
         return words
 
     def counts(self) -> dict[str, int]:

@@ -57,7 +57,8 @@ def draw_report(node, layout, limit: int = 6) -> None:
         column = layout.column(align=True)
         converged, frames = report["converged"], report["frames"]
         column.label(text=f"{rig_name}: {converged}/{frames} frames converged", icon="CHECKMARK" if converged == frames else "ERROR")
-        kinds = (("not_converged", "not converged"), ("near_limit", "near a limit"), ("too_fast", "too fast"), ("flips", "branch flips"))
+        kinds = (("not_converged", "not converged"), ("near_limit", "near a limit"), ("too_fast", "too fast"), ("flips", "branch flips"),
+                 ("in_collision", "in collision"))
         for key, words in kinds:
             frames_of = sorted(int(f) for f in report.get(key, []))
             if frames_of:
@@ -65,6 +66,9 @@ def draw_report(node, layout, limit: int = 6) -> None:
                 if len(text) > 40:
                     text = text[:40] + "…"
                 column.label(text=f"{len(frames_of)} {words}: {text}")
+        if report.get("min_clearance_m") is not None:
+            column.label(text=f"Least clearance {report['min_clearance_m'] * 1000:.1f} mm "
+                              f"(margin {(report.get('margin_m') or 0.0) * 1000:.1f} mm)", icon="DRIVER_DISTANCE")
         if not report.get("flagged"):
             column.label(text="No frames flagged")
 

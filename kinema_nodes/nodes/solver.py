@@ -175,15 +175,6 @@ def _readout(node, key, default):
     return readout(node).get(key, default)
 
 
-def collision_note(solver) -> str:
-    """Why avoidance asked for on `solver` is not applied by its backend ("" when it is)."""
-    if not solver.avoids_anything() or solver.backend == "OFF":
-        return ""
-    from ..core.stages.collisions import backend_ignores_collisions
-
-    return backend_ignores_collisions(solver.backend.lower()) or ""
-
-
 def draw_avoid(solver, layout, *, with_collection: bool = False) -> None:
     """The "Avoid collisions" settings: self and world toggles, the margin in millimetres, the
     ground plane; `with_collection` draws the Obstacles collection too (the node shows it on its
@@ -197,9 +188,6 @@ def draw_avoid(solver, layout, *, with_collection: bool = False) -> None:
         column.prop(socket, "default_value", text="Obstacles")
     column.prop(solver, "margin_mm")
     column.prop(solver, "ground")
-    note = collision_note(solver)
-    if note:
-        column.label(text=note, icon="ERROR")
 
 
 def draw_readout(solver, layout):

@@ -100,7 +100,8 @@ class KINEMA_PT_ik_avoid_collisions(_NeedsTarget, SidebarPanel, bpy.types.Panel)
         layout.operator("kinema.obstacles_from_selection", icon="RESTRICT_SELECT_OFF")
         shown = model_collection(rig) is not None
         layout.operator("kinema.toggle_collision_model", text="Show Collision Model", icon="MESH_CAPSULE", depress=shown)
-        blocked = next((part for part in solver.summary.split("; ") if "collision" in part), "")
+        words = "blocked by a collision"
+        blocked = next((part[part.index(words):] for part in solver.summary.split("; ") if words in part), "")
         if blocked:
             row = layout.row()
             row.alert = True

@@ -1,0 +1,281 @@
+"""Collision-aware IK in Blender (issue #14): the Solver node's Obstacles collection socket and
+the IK panel's Avoid Collisions section through bpy.ops, the obstacle world read per frame
+(animated obstacles honoured), the bake's clearance per frame and its collision flags, and the
+collision model in the viewport.
+
+Robot: the joint-limited UR10 of example-robot-data (no other test uses it). Clearances are
+checked with python-fcl on the URDF's own meshes against the obstacles' own Blender triangles
+(tests/blender/mesh_check.py), never with our capsules. Tolerances: capsule clearance against
+FCL's mesh distance 1e-6 m (the capsules hold the meshes, so FCL's distance is never smaller);
+fitted boxes against Blender's own vertices 1e-6 m (float32 vertices).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mesh_check import RobotMeshes, mesh_distance, obstacle_object
+from recording_layout import draw_node, draw_panel
+from test_animator_workflow import UR_HOME, add_target, import_rig, pose_rig, robot_of
+
+UR10 = "ur_description/urdf/ur10_joint_limited_robot.urdf"
+
+
+def ur10_with_target(bpy, rotation_weight=1.0):
+    rig = import_rig(bpy, UR10)
+    pose_rig(bpy, rig, UR_HOME)
+    tree, target, solver = add_target(bpy, rig, "tool0")
+    solver.use_own_budget = False  # the Preferences' 33 ms frame budget
+    target.rotation_weight = rotation_weight
+    return rig, tree, target, solver
+
+
+def add_cube(bpy, name, size, location):
+    bpy.ops.mesh.primitive_cube_add(size=size, location=location)
+    cube = bpy.context.active_object
+    cube.name = name
+    return cube
+
+
+def root_triangles(bpy, rig, obj):
+    """The obstacle's own triangles in the rig's root frame, as Blender has them at this frame."""
+    matrix = np.array(rig.matrix_world.inverted() @ obj.matrix_world)
+    vertices = np.array([matrix[:3, :3] @ np.array(v.co) + matrix[:3, 3] for v in obj.data.vertices])
+    obj.data.calc_loop_triangles()
+    faces = np.array([t.vertices[:] for t in obj.data.loop_triangles])
+    return vertices, faces
+
+
+def fcl_obstacles(bpy, rig, objects):
+    return [obstacle_object(*root_triangles(bpy, rig, obj)) for obj in objects]
+
+
+def test_the_solver_node_takes_an_obstacle_collection_and_the_panel_section_sets_it_through_bpy_ops(blender):
+    bpy = blender
+    from kinema_nodes import evaluator
+    from kinema_nodes.core.stages.collisions import Box
+    from kinema_nodes.ui.collisions_panel import KINEMA_PT_ik_avoid_collisions
+
+    rig, tree, target, solver = ur10_with_target(bpy)
+    socket = solver.inputs["Obstacles"]
+    assert socket.bl_idname == "NodeSocketCollection" and socket.default_value is None
+    assert evaluator.program_for(tree).steps[0].options.avoid is None  # nothing to avoid: the plain fast path
+
+    crate = add_cube(bpy, "Crate", 0.2, (0.6, -0.4, 0.3))
+    crate.rotation_euler = (0.0, 0.0, 0.5)
+    crate.scale = (1.5, 1.0, 0.5)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.objects.active = rig
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj == crate)
+    assert bpy.ops.kinema.obstacles_from_selection() == {"FINISHED"}
+    assert socket.default_value is not None and crate.name in socket.default_value.objects
+    assert solver.avoid_world and not solver.avoid_self
+
+    step = evaluator.program_for(tree).steps[0]
+    assert step.options.avoid is not None and step.options.avoid.margin_m == pytest.approx(0.005)
+    world = evaluator.frame_inputs(tree, evaluator.program_for(tree), step, 1).values[step.node]["world"]
+    (box,) = world.obstacles
+    assert isinstance(box, Box) and world.names == ("Crate",)
+    assert sorted(box.size) == pytest.approx(sorted((0.3, 0.2, 0.1)), abs=1e-6)
+    # every corner of the crate, as Blender places it, is on the fitted box's surface
+    vertices, _ = root_triangles(bpy, rig, crate)
+    from kinema_nodes.core.model.rotations import quaternion_to_matrix
+
+    local = (vertices - np.array(box.pose[:3])) @ quaternion_to_matrix(np.array(box.pose[3:]))
+    assert np.allclose(np.abs(local).max(axis=0), np.array(box.size) / 2, atol=1e-6)  # holds them all, tightly
+
+    # the panel section draws the node's own settings and the collection, against the real RNA
+    layout = draw_panel(KINEMA_PT_ik_avoid_collisions)
+    props = {(call[2], getattr(call[1], "bl_idname", "")) for call in layout.calls if call[0] == "prop"}
+    assert {("avoid_self", "KinemaSolverNode"), ("avoid_world", "KinemaSolverNode"), ("margin_mm", "KinemaSolverNode"),
+            ("ground", "KinemaSolverNode"), ("default_value", "NodeSocketCollection")} <= props
+    assert {"kinema.obstacles_from_selection", "kinema.toggle_collision_model"} <= set(layout.operators())
+    node_layout = draw_node(solver)
+    assert {"avoid_self", "avoid_world", "margin_mm", "ground"} <= {c[2] for c in node_layout.calls if c[0] == "prop"}
+
+    # switching World off leaves the collection on the node but avoids nothing
+    solver.avoid_world = False
+    assert evaluator.program_for(tree).steps[0].options.avoid is None
+
+
+def test_a_goal_inside_an_obstacle_stops_short_and_the_readout_names_the_obstacle(blender):
+    bpy = blender
+    from kinema_nodes.core.model.kinematics import link_pose
+    from kinema_nodes.ui.collisions_panel import KINEMA_PT_ik_avoid_collisions
+
+    rig, tree, target, solver = ur10_with_target(bpy, rotation_weight=0.0)
+    robot = robot_of(rig)
+    tool = link_pose(robot, np.array(UR_HOME), "tool0")[:3, 3]
+    goal = tool + np.array([0.0, -0.25, 0.0])
+    wall = add_cube(bpy, "Wall", 0.3, tuple(goal))  # the goal is inside the wall
+    collection = bpy.data.collections.new("Cell")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(wall)
+    solver.obstacles = collection
+    bone = rig.pose.bones[target.control_bone]
+    from mathutils import Matrix
+
+    pose = np.eye(4)
+    pose[:3, 3] = goal
+    bone.matrix = Matrix(pose.tolist())
+    bpy.context.view_layer.update()
+    bpy.context.scene.frame_set(1)
+
+    assert solver.summary.startswith("did not converge: blocked by a collision: link "), solver.summary
+    assert "vs obstacle Wall" in solver.summary
+    assert solver.clearance_text.startswith("Clearance: ")
+    bpy.context.view_layer.objects.active = rig
+    layout = draw_panel(KINEMA_PT_ik_avoid_collisions)
+    blocked = [c for c in layout.calls if c[0] == "label" and c[1].startswith("blocked by a collision")]
+    assert blocked and "obstacle Wall" in blocked[0][1]
+    # the arm stopped short, clear of the wall's own mesh (FCL)
+    from kinema_nodes.blender.rig import read_joint_values
+
+    q = read_joint_values(rig, robot)
+    distance, _ = mesh_distance(RobotMeshes(robot), q, fcl_obstacles(bpy, rig, [wall]))
+    assert distance > 0.0
+    reached = link_pose(robot, q, "tool0")[:3, 3]
+    assert np.linalg.norm(reached - goal) > 0.05
+
+
+def _crossing_scene(bpy):
+    """The tool holds still (position only); a crate keyed to sweep across the forearm."""
+    rig, tree, target, solver = ur10_with_target(bpy, rotation_weight=0.0)
+    crate = add_cube(bpy, "Crate", 0.12, (0.46, -0.5, 0.64))
+    crate.keyframe_insert("location", frame=1)
+    crate.location = (0.46, 0.9, 0.64)
+    crate.keyframe_insert("location", frame=12)
+    collection = bpy.data.collections.new("Obstacles")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(crate)
+    solver.live = False
+    return rig, tree, solver, crate, collection
+
+
+def _fcl_per_frame(bpy, rig, robot, crate, solution):
+    meshes = RobotMeshes(robot)
+    distances = []
+    for frame, q in zip(solution.frames, solution.joints):
+        bpy.context.scene.frame_set(int(frame))
+        distances.append(mesh_distance(meshes, q, fcl_obstacles(bpy, rig, [crate]))[0])
+    return np.array(distances)
+
+
+def test_an_animated_obstacle_is_avoided_frame_by_frame_in_a_bake(blender):
+    bpy = blender
+    from kinema_nodes.blender.baking import bake_tree
+
+    rig, tree, solver, crate, collection = _crossing_scene(bpy)
+    robot = robot_of(rig)
+
+    plain = bake_tree(tree, 1, 12)[0]  # no obstacles chosen: the crate passes through the forearm
+    through = _fcl_per_frame(bpy, rig, robot, crate, plain.solution)
+    assert (through == 0.0).sum() >= 1, through
+    assert not plain.report.clearance and plain.report.min_clearance_m is None
+
+    pose_rig(bpy, rig, UR_HOME)
+    solver.obstacles = collection
+    avoided = bake_tree(tree, 1, 12)[0]
+    report = avoided.report
+    distances = _fcl_per_frame(bpy, rig, robot, crate, avoided.solution)
+    assert np.all(distances > 0.0), distances  # no frame interpenetrates, by FCL on the real meshes
+    assert len(report.clearance) == 12 and not report.in_collision
+    # the capsules hold the meshes: our clearance is never more than FCL's mesh distance
+    assert np.all(np.array(report.clearance) <= distances + 1e-6)
+    assert min(report.clearance) >= 0.0
+    assert report.converged >= 10, report.not_converged
+    assert report.to_dict()["min_clearance_m"] == pytest.approx(min(report.clearance))
+
+
+def test_frames_in_collision_are_flagged_on_the_timeline_and_the_report_draws_the_clearance_trace(blender, tmp_path):
+    bpy = blender
+    from PIL import Image
+
+    from kinema_nodes.blender.baking import MARKER_PREFIX, bake_tree
+    from kinema_nodes.cli.report import draw_report
+
+    rig, tree, solver, crate, collection = _crossing_scene(bpy)
+    robot = robot_of(rig)
+    # a ball swallows the shoulder on frames 5-7: no pose of the arm is clear of it
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.45, location=(0.0, 0.15, 0.2))
+    ball = bpy.context.active_object
+    ball.name = "Ball"
+    away, shoulder = (3.0, 3.0, 0.2), (0.0, 0.15, 0.2)
+    for frame, where in ((1, away), (5, shoulder), (8, away)):
+        ball.location = where
+        ball.keyframe_insert("location", frame=frame)
+    from bpy_extras import anim_utils
+
+    bag = anim_utils.action_get_channelbag_for_slot(ball.animation_data.action, ball.animation_data.action_slot)
+    for fcurve in bag.fcurves:
+        for point in fcurve.keyframe_points:
+            point.interpolation = "CONSTANT"
+    collection.objects.link(ball)
+    solver.obstacles = collection
+    result = bake_tree(tree, 1, 12)[0]
+    report = result.report
+    assert sorted(report.in_collision) == [5, 6, 7], report.in_collision
+    assert all("vs obstacle Ball" in " ".join(pairs) for pairs in report.in_collision.values())
+    assert all(report.clearance[i] < 0 for i in (4, 5, 6)) and all(c >= 0 for i, c in enumerate(report.clearance) if i not in (4, 5, 6))
+    markers = {m.frame: m.name for m in bpy.context.scene.timeline_markers if m.name.startswith(MARKER_PREFIX)}
+    assert 5 in markers and "in collision" in markers[5], markers
+    # FCL agrees: the ball's own mesh overlaps the arm on those frames
+    meshes = RobotMeshes(robot)
+    for frame in (5, 6, 7):
+        bpy.context.scene.frame_set(frame)
+        assert mesh_distance(meshes, result.solution.joints[frame - 1], fcl_obstacles(bpy, rig, [ball]))[0] == 0.0
+
+    picture = draw_report(tmp_path / "report.png", robot, result, "UR10 with a crate and a ball")
+    image = np.asarray(Image.open(picture).convert("RGB")).astype(int)
+    keyed = int(result.solution.keyed.sum())
+    assert image.shape[0] == 58 + 78 * (keyed + 1) + 72  # one strip more: the clearance trace
+    strip = image[58 + 78 * keyed: 58 + 78 * (keyed + 1)]
+    green = (np.abs(strip - np.array([40, 150, 60])).sum(axis=2) < 30).sum()  # the dashed margin line
+    assert green > 100
+
+
+def test_the_viewport_toggle_shows_the_collision_model_on_the_bones_and_removes_it_in_one_undo_step(blender):
+    bpy = blender
+    from kinema_nodes.blender.collisions import MODEL_TAG, model_collection
+    from kinema_nodes.core.model.collision import collision_model
+    from kinema_nodes.core.model.kinematics import link_pose
+
+    rig, tree, target, solver = ur10_with_target(bpy)
+    robot = robot_of(rig)
+    model = collision_model(robot)
+    bpy.context.view_layer.objects.active = rig
+    assert bpy.ops.kinema.toggle_collision_model() == {"FINISHED"}
+    collection = model_collection(rig)
+    assert collection is not None and collection.hide_render and collection.hide_select
+    objects = sorted(collection.objects, key=lambda o: int(o.name.rsplit(" ", 1)[1]))
+    assert len(objects) == len(model.links)
+    q = np.array(UR_HOME)
+    bpy.context.view_layer.update()
+    for c, obj in enumerate(objects):
+        assert obj.parent == rig and obj.parent_type == "BONE" and obj.parent_bone == model.links[c]
+        assert obj.get(MODEL_TAG) == rig.name
+        expected = link_pose(robot, q, model.links[c]) @ np.append((model.a[c] + model.b[c]) / 2, 1.0)
+        assert np.allclose(np.array(obj.matrix_world.translation), expected[:3], atol=1e-5)
+        # the capsule mesh spans the capsule: half its length plus its radius along its axis
+        extent = np.ptp(np.array([v.co for v in obj.data.vertices]), axis=0)
+        assert extent[2] == pytest.approx(np.linalg.norm(model.b[c] - model.a[c]) + 2 * model.radius[c], abs=1e-5)
+    # the model follows the pose: move a joint, the capsules move with their bones
+    solver.live = False  # or Live IK would pull the arm back onto its control
+    moved = q.copy()
+    moved[1] += 0.3
+    pose_rig(bpy, rig, moved)
+    c = next(i for i, link in enumerate(model.links) if link == "forearm_link")
+    expected = link_pose(robot, moved, "forearm_link") @ np.append((model.a[c] + model.b[c]) / 2, 1.0)
+    assert np.allclose(np.array(objects[c].matrix_world.translation), expected[:3], atol=1e-5)
+
+    names = {o.name for o in objects}
+    assert bpy.ops.kinema.toggle_collision_model() == {"FINISHED"}
+    assert model_collection(rig) is None and not names & set(bpy.data.objects.keys())
+    assert not [m for m in bpy.data.meshes if m.name.startswith("forearm_link collision")]  # no orphan meshes left
+    # Each toggle is one undo step (the bpy module has no window, so ed.undo cannot run here).
+    from kinema_nodes.ui.collisions_panel import KINEMA_OT_toggle_collision_model
+
+    assert {"REGISTER", "UNDO"} <= set(KINEMA_OT_toggle_collision_model.bl_options)
+    assert bpy.ops.kinema.toggle_collision_model() == {"FINISHED"} and len(model_collection(rig).objects) == len(model.links)
