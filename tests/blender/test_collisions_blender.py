@@ -108,8 +108,10 @@ def test_a_goal_inside_an_obstacle_stops_short_and_the_readout_names_the_obstacl
     rig, tree, target, solver = ur10_with_target(bpy, rotation_weight=0.0)
     robot = robot_of(rig)
     tool = link_pose(robot, np.array(UR_HOME), "tool0")[:3, 3]
-    goal = tool + np.array([0.0, -0.25, 0.0])
-    wall = add_cube(bpy, "Wall", 0.3, tuple(goal))  # the goal is inside the wall
+    goal = tool + np.array([0.0, -0.45, 0.0])
+    wall = add_cube(bpy, "Wall", 0.2, tuple(goal))  # the goal is inside the wall
+    meshes = RobotMeshes(robot)
+    assert mesh_distance(meshes, np.array(UR_HOME), fcl_obstacles(bpy, rig, [wall]))[0] > 0.05  # the arm starts clear
     collection = bpy.data.collections.new("Cell")
     bpy.context.scene.collection.children.link(collection)
     collection.objects.link(wall)
@@ -134,7 +136,7 @@ def test_a_goal_inside_an_obstacle_stops_short_and_the_readout_names_the_obstacl
     from kinema_nodes.blender.rig import read_joint_values
 
     q = read_joint_values(rig, robot)
-    distance, _ = mesh_distance(RobotMeshes(robot), q, fcl_obstacles(bpy, rig, [wall]))
+    distance, _ = mesh_distance(meshes, q, fcl_obstacles(bpy, rig, [wall]))
     assert distance > 0.0
     reached = link_pose(robot, q, "tool0")[:3, 3]
     assert np.linalg.norm(reached - goal) > 0.05

@@ -67,10 +67,10 @@ def check_vertices(vertices, what: str = "obstacle") -> np.ndarray:
         points = np.asarray(vertices, dtype=float)
     except (TypeError, ValueError):
         raise KinemaError(f"{what}: vertices must be numbers") from None
+    if points.size == 0:
+        raise KinemaError(f"{what}: the mesh has no vertices")
     if points.ndim != 2 or points.shape[1] != 3:
         raise KinemaError(f"{what}: vertices must be (N, 3), got shape {points.shape}")
-    if not len(points):
-        raise KinemaError(f"{what}: the mesh has no vertices")
     if len(points) > MAX_VERTICES:
         raise KinemaError(f"{what}: {len(points)} vertices is more than {MAX_VERTICES} (decimate it)")
     if not np.all(np.isfinite(points)):
