@@ -31,13 +31,19 @@ def add_arguments_solve(parser) -> None:
     parser.add_argument("--budget-ms", type=float, default=None, help=f"time budget per solve, 0 < ms <= {MAX_BUDGET_MS:g} (default 33)")
     parser.add_argument("--move-slides", action="store_true",
                         help="let the solver move prismatic joints (a rail); gripper joints stay held, as in Blender")
+    from .obstacles import add_avoid_arguments
+
+    add_avoid_arguments(parser)
 
 
 def run_solve(args) -> int:
     from ..core.model.robot import load_robot
     from ..core.solve import IKTarget, SolveOptions, solve
 
-    robot = load_robot(args.urdf, check_meshes=False)
+    from .obstacles import avoid_from_args, avoid_wanted, clearance_payload
+
+    avoid = avoid_from_args(args)  # a bad obstacle file is refused before the robot loads
+    robot = load_robot(args.urdf, check_meshes=avoid_wanted(args))  # the collision model wraps the meshes
     link = robot.check_link(args.link or robot.tool_point)
     start = robot.configuration(parse_joint_values(args.start))
     position, wxyz = target_pose(args.target)
@@ -45,10 +51,10 @@ def run_solve(args) -> int:
         robot.joint_index(name)
     # The joints Add IK Target holds (grippers; slides unless --move-slides), plus --hold.
     held = robot.held_joints(hold_slides=not args.move_slides) | frozenset(args.hold)
-    options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held)
+    options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held, avoid=avoid)
     if args.budget_ms is not None:
         budget = finite_number(args.budget_ms, "--budget-ms", low=1e-3, high=MAX_BUDGET_MS)
-        options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held, budget_ms=budget)
+        options = SolveOptions(backend=args.solver, cold=args.cold, held_joints=held, budget_ms=budget, avoid=avoid)
     result = solve(robot, IKTarget(link, position, wxyz), start, options)
     payload = {
         "link": link,
@@ -63,12 +69,19 @@ def run_solve(args) -> int:
         "fallback_reason": result.fallback_reason,
         "held": sorted(held),
     }
+    if avoid is not None:
+        payload.update(clearance_payload(result))
     summary = (f"{link}: {result.reason}  (position error {result.position_error * 1000:.4f} mm, "
                f"rotation error {np.degrees(result.rotation_error):.5f} deg, {result.iterations} iterations, "
                f"{result.ms:.2f} ms, {result.backend})")
     lines = [summary]
     if result.fallback_reason:
         lines.append(f"note: NumPy solver used: {result.fallback_reason}")
+    if avoid is not None:
+        clear = payload["min_clearance_m"]
+        lines.append(f"clearance {clear * 1000:.2f} mm (margin {avoid.margin_m * 1000:g} mm)" if clear is not None
+                     else "clearance: nothing to collide with")
+        lines += [f"in collision: {a} vs {b}" for a, b in result.colliding]
     lines += [f"  {name:<28} {value: .6f} {'m' if prismatic else 'rad'}"
               for (name, value), prismatic in zip(payload["joints"].items(), robot.is_prismatic)]
     emit(args, payload, lines)

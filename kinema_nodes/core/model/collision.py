@@ -11,7 +11,9 @@ its main axis) when that wraps it noticeably tighter than one.
 Self-collision skips the pairs MoveIt's setup assistant calls "disabled collisions": adjacent
 links (parent and child, looking through links without geometry), pairs that touch at the rest
 pose, and pairs that touch in nearly every random pose. An SRDF next to the URDF (same stem,
-``.srdf``) or one given explicitly supplies the pairs instead (its `<disable_collisions>`).
+``.srdf``; or ``srdf/NAME.srdf`` beside the ``urdf/`` folder, the ROS package layout) or one given
+explicitly supplies the pairs instead (its `<disable_collisions>`, which MoveIt's setup assistant
+computes from the real meshes).
 """
 
 from __future__ import annotations
@@ -111,10 +113,11 @@ def link_geometry(robot: RobotModel, link: str) -> tuple[list[np.ndarray], list[
                 continue
             origin = _origin(element)
             if geometry.mesh is not None:
-                ref = next((m for m in robot.meshes if m.link == link and m.role == role
+                ref = next((m for m in _mesh_refs(robot) if m.link == link and m.role == role
                             and m.filename == geometry.mesh.filename), None)
                 if ref is None:
-                    continue  # robot loaded without meshes: nothing to wrap
+                    raise RobotFileError(robot.path or robot.name, f"link '{link}' {role} mesh '{geometry.mesh.filename}' "
+                                                                   "could not be found for its collision model")
                 vertices, _ = load_mesh_arrays(ref.path, ref.scale, source=robot.path or ref.path, filename=ref.filename)
                 points = _hull_points(vertices)
             else:
@@ -130,6 +133,23 @@ def link_geometry(robot: RobotModel, link: str) -> tuple[list[np.ndarray], list[
         if clouds or spheres:
             return clouds, spheres, role
     return [], [], None
+
+
+def _mesh_refs(robot: RobotModel) -> list:
+    """The robot's mesh files: those `load_robot` found, or (a robot read without its meshes,
+    e.g. from a rig's stored URDF) found now by the same search and checks, once per robot."""
+    if robot.meshes:
+        return robot.meshes
+    cache = robot.cache("collision_meshes")
+    if "refs" not in cache:
+        from .packages import PackageSearchPath
+        from .robot import _mesh_refs as find_refs
+
+        refs = []
+        if robot.path is not None and robot.urdf is not None:
+            refs = find_refs(Path(robot.path), robot.urdf, PackageSearchPath(robot_file=Path(robot.path)))
+        cache["refs"] = refs
+    return cache["refs"]
 
 
 def _hull_points(points: np.ndarray) -> np.ndarray:
@@ -259,7 +279,9 @@ def _build(robot: RobotModel, srdf) -> CollisionModel:
                              source)
     srdf_path = _srdf_path(robot, srdf)
     if srdf_path is not None:
-        allowed, where = read_srdf_pairs(srdf_path, robot), str(srdf_path)
+        # The SRDF's pairs were computed on the meshes; the capsules are fatter, so a pair they
+        # make touch at the rest pose is skipped too (else the rest pose itself would collide).
+        allowed, where = read_srdf_pairs(srdf_path, robot) | _computed_allowed(robot, partial, rest_only=True), str(srdf_path)
     else:
         allowed, where = _computed_allowed(robot, partial), "computed"
     pairs = []
@@ -303,11 +325,13 @@ def _adjacent(robot: RobotModel, with_geometry: set[str]) -> set[tuple[str, str]
     return pairs
 
 
-def _computed_allowed(robot: RobotModel, model: CollisionModel) -> set[tuple[str, str]]:
+def _computed_allowed(robot: RobotModel, model: CollisionModel, rest_only: bool = False) -> set[tuple[str, str]]:
+    """Adjacent pairs, pairs whose capsules touch at the rest pose, and pairs touching in at
+    least `ALWAYS_SHARE` of `RANDOM_POSES` random poses. `rest_only`: just the pairs touching at rest."""
     from ..stages.collisions import capsule_pair_distances, world_capsules
 
     with_geometry = set(model.links)
-    allowed = _adjacent(robot, with_geometry)
+    allowed = set() if rest_only else _adjacent(robot, with_geometry)
     count = len(model.links)
     if count < 2:
         return allowed
@@ -317,7 +341,7 @@ def _computed_allowed(robot: RobotModel, model: CollisionModel) -> set[tuple[str
     rest = robot.configuration({}) if hasattr(robot, "configuration") else robot.zero_configuration()
     rest = np.clip(rest, robot.lower, robot.upper)
     rng = np.random.default_rng(0)
-    q = np.concatenate([rest[None], robot.random_configurations(RANDOM_POSES, rng)])
+    q = rest[None] if rest_only else np.concatenate([rest[None], robot.random_configurations(RANDOM_POSES, rng)])
     ca, cb = world_capsules(robot, model, q)  # (B, C, 3)
     d = capsule_pair_distances(ca[:, i], cb[:, i], model.radius[i], ca[:, j], cb[:, j], model.radius[j])  # (B, P)
     touching = d <= 0.0
@@ -326,7 +350,7 @@ def _computed_allowed(robot: RobotModel, model: CollisionModel) -> set[tuple[str
         link_touch.setdefault(_pair(model.links[x], model.links[y]), []).append(touching[:, k])
     for pair, columns in link_touch.items():
         any_touch = np.any(np.stack(columns), axis=0)
-        if any_touch[0] or float(any_touch[1:].mean()) >= ALWAYS_SHARE:
+        if any_touch[0] or (not rest_only and float(any_touch[1:].mean()) >= ALWAYS_SHARE):
             allowed.add(pair)
     return allowed
 
@@ -338,9 +362,12 @@ def _srdf_path(robot: RobotModel, srdf) -> Path | None:
             raise RobotFileError(path, "SRDF not found (or not a file)")
         return path
     if robot.path is not None:
-        beside = Path(robot.path).with_suffix(".srdf")
-        if beside.is_file():
-            return beside
+        path = Path(robot.path)
+        stem = path.name.split(".")[0]
+        # beside the URDF, or in the ROS package layout (pkg/urdf/NAME.urdf, pkg/srdf/NAME.srdf)
+        for candidate in (path.with_name(stem + ".srdf"), path.parent.parent / "srdf" / (stem + ".srdf")):
+            if candidate.is_file():
+                return candidate
     return None
 
 

@@ -115,6 +115,9 @@ class Avoid:
     self_: bool = True
     world: World | None = None
     margin_m: float = 0.0
+    #: An SRDF whose <disable_collisions> pairs replace the computed ones (None: the robot's own
+    #: .srdf beside its URDF if there is one, else the computed pairs).
+    srdf: str | None = None
 
 
 @dataclass(frozen=True)
@@ -561,14 +564,20 @@ class _Pairs:
     names: list
 
 
+_PROBE_WORLD = World((Box((0.1, 0.1, 0.1), (9.0, 9.0, 9.0, 1.0, 0.0, 0.0, 0.0), "probe"),
+                      Sphere((9.0, 0.0, 9.0), 0.1, "probe ball")), ground=True)
+
+
 def _setup(robot, avoid: Avoid):
     from ..model.collision import collision_model
 
-    model = collision_model(robot)
+    model = collision_model(robot, avoid.srdf)
     cache = robot.cache("collision_kinematics")
-    kin = cache.get("kin")
+    kin = cache.get(avoid.srdf)
     if kin is None:
-        kin = cache["kin"] = _Kinematics(robot, model)
+        kin = _Kinematics(robot, model)
+        _pairs(robot, model, kin, Avoid(True, _PROBE_WORLD, 0.0, avoid.srdf), np.clip(np.zeros(robot.dof), robot.lower, robot.upper))
+        cache[avoid.srdf] = kin  # the kernel compiled (or loaded from its cache) before any solve's clock runs
     return model, kin
 
 
@@ -751,6 +760,8 @@ def clearance(robot, q, avoid: Avoid) -> Clearance:
 HINGE_WEIGHT = 10.0
 #: Largest joint step per iteration (rad or m): keeps a step from jumping through a thin obstacle.
 MAX_STEP = 0.3
+#: A descent within tolerance and clear stops after this many iterations even if it is inside the margin.
+SETTLE_ITERATIONS = 20
 #: Iterations of the collision-aware descent.
 DESCENT_ITERATIONS = 150
 #: A solve that stops short with a pair this close (m, beyond the margin) was stopped by that pair.
@@ -759,16 +770,63 @@ BLOCKED_WITHIN = 0.01
 COLD_SEEDS = 6
 
 
-def _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin):
+def _movable_rows(model, kin, avoid: Avoid, free) -> np.ndarray:
+    """Which pair rows the free joints can change: a link pair whose two links the free joints
+    move differently, or a link the free joints move against an obstacle. The rest (the other
+    arm, held joints) the solve cannot help, so they do not steer it (they still count in
+    whether the answer collides)."""
+    key = (avoid.self_, avoid.world, "movable", tuple(int(i) for i in free))
+    got = kin.layouts.get(key)
+    if got is None:
+        cap_a, cap_b, _, _ = _layout(model, kin, avoid)
+        moved_by = kin.ancestor[:, np.isin(kin.sources, free)]  # (links, free movable joints)
+        rows_a = moved_by[kin.capsule_link[cap_a]]
+        rows_b = np.where((cap_b >= 0)[:, None], moved_by[kin.capsule_link[np.maximum(cap_b, 0)]], False)
+        got = kin.layouts[key] = np.any(rows_a != rows_b, axis=1)
+    return got
+
+
+def _subset(pairs: _Pairs, rows: np.ndarray) -> _Pairs:
+    if rows.all():
+        return pairs
+    index = np.flatnonzero(rows)
+    return _Pairs(pairs.d[index], pairs.cap_a[index], pairs.point_a[index], pairs.cap_b[index], pairs.point_b[index],
+                  pairs.normal[index], [pairs.names[i] for i in index])
+
+
+def _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin, rows):
     errors, residual, jac = problem.residual(q[None], targets.rotations, targets.positions)
     pairs, frames = _pairs(robot, model, kin, avoid, q)
+    pairs = _subset(pairs, rows)
     hinge = np.maximum(margin - pairs.d, 0.0) * HINGE_WEIGHT
     r = residual[0] * wrow
     merit = float(r @ r + hinge @ hinge)
     return errors[0], r, jac[0], pairs, frames, hinge, merit
 
 
-def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, iterations, margin):
+def _damped(j, r, lam):
+    """min |J dx - r|^2 + lam |diag(J^T J)| dx|^2 (Levenberg-Marquardt's step)."""
+    jtj = j.T @ j
+    return np.linalg.solve(jtj + lam * np.diag(np.diag(jtj)) + (1e-9 + lam * 1e-6) * np.eye(jtj.shape[0]), j.T @ r)
+
+
+def _priority_step(j_pose, r_pose, j_hinge, r_hinge, lam):
+    """The step that first pushes every pair closer than the margin back out to it (the hinge
+    rows, solved first), then moves toward the pose only in what that leaves free (the null
+    space of the hinge rows): where the pose is reachable clear of everything it converges to
+    the solver's tolerance; where it is not, the pairs hold and the pose stops short."""
+    n = j_pose.shape[1]
+    h_pinv = np.linalg.pinv(j_hinge, rcond=1e-6)
+    dx_hinge = h_pinv @ r_hinge
+    null = np.eye(n) - h_pinv @ j_hinge
+    j_null = j_pose @ null
+    rest = r_pose - j_pose @ dx_hinge
+    jtj = j_null.T @ j_null
+    dx_pose = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj)) + (1e-9 + lam * 1e-6) * np.eye(n), j_null.T @ rest)
+    return dx_hinge + null @ dx_pose
+
+
+def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, iterations, margin, deadline=math.inf, rows=None):
     """Levenberg-Marquardt on [pose residual; hinge residuals of pairs closer than `margin`],
     a step taken only when it lowers the sum of squares. Returns the best collision-free iterate
     (pose error first; the least-penetrating one when none is free), its errors (T, 2), its
@@ -779,12 +837,14 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
     weights = targets.weights
     wrow = np.repeat(weights, 3, axis=1).reshape(-1)
     q = np.clip(q0.copy(), robot.lower, robot.upper)
-    errors, r, jac, pairs, (origins, axes), hinge, merit = _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin)
+    if rows is None:
+        rows = _movable_rows(model, kin, avoid, free)
+    errors, r, jac, pairs, (origins, axes), hinge, merit = _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin,
+                                                                     rows)
     lam = 1e-3
     best = None
     used = 0
     rejected = 0
-    damping = 1e-9 * np.eye(len(free))
     while True:
         dmin = float(pairs.d.min()) if len(pairs.d) else math.inf
         pose_cost = float(np.sum((errors * weights) ** 2))
@@ -792,30 +852,32 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
         if best is None or key < best[0]:
             best = (key, q.copy(), errors.copy(), dmin)
         pose_ok = bool(np.all((errors <= (tol_p, tol_r)) | (weights == 0)))
-        if (pose_ok and not hinge.any()) or used >= iterations or rejected > 10:
+        if pose_ok and (not hinge.any() or (dmin >= 0 and used >= SETTLE_ITERATIONS)):
             break
-        j = jac * wrow[:, None]
-        rr = r
+        if used >= iterations or rejected > 10 or time.perf_counter() > deadline:
+            break
+        j_pose = jac * wrow[:, None]
         active = np.flatnonzero(hinge > 0)
+        j_hinge = None
         if len(active):
             grad = kin.gradient(pairs.cap_a[active], pairs.point_a[active], pairs.normal[active], origins, axes)
             self_rows = pairs.cap_b[active] >= 0
             if self_rows.any():
                 sb = active[self_rows]
                 grad[self_rows] -= kin.gradient(pairs.cap_b[sb], pairs.point_b[sb], pairs.normal[sb], origins, axes)
-            rr = np.concatenate([r, hinge[active]])
-            j = np.concatenate([j, HINGE_WEIGHT * grad[:, free]])
-        jtj = j.T @ j
-        g = j.T @ rr
+            j_hinge = grad[:, free]
+            r_hinge = hinge[active] / HINGE_WEIGHT  # metres to push out, back to the margin
+        scale = 1.0
         while True:
             used += 1
-            step = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj)) + damping + lam * 1e-6 * np.eye(len(free)), g)
+            step = _priority_step(j_pose, r, j_hinge, r_hinge, lam) if j_hinge is not None else _damped(j_pose, r, lam)
+            step *= scale
             biggest = float(np.max(np.abs(step), initial=0.0))
             if biggest > MAX_STEP:
                 step *= MAX_STEP / biggest
             q_new = q.copy()
             q_new[free] = np.clip(q[free] + step, lower, upper)
-            got = _evaluate(robot, problem, model, kin, avoid, q_new, targets, wrow, margin)
+            got = _evaluate(robot, problem, model, kin, avoid, q_new, targets, wrow, margin, rows)
             if got[-1] < merit:
                 q = q_new
                 errors, r, jac, pairs, (origins, axes), hinge, merit = got
@@ -823,6 +885,7 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
                 rejected = 0
                 break
             lam = min(lam * 10.0, 1e8)
+            scale *= 0.5  # the push-out rows are not damped by lam: shorten the whole step
             rejected += 1
             if rejected > 10 or used >= iterations:
                 break
@@ -840,9 +903,10 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
     t0 = time.perf_counter()
     avoid = options.avoid
     check_avoid(avoid)
+    model, kin = _setup(robot, avoid)
+    t0 = time.perf_counter()
     plain_options = replace(options, avoid=None)
     base = plain_solve(robot, targets, start, plain_options)
-    model, kin = _setup(robot, avoid)
     base_pairs, _ = _pairs(robot, model, kin, avoid, base.joints)
     base_clear = _summarise(base_pairs, avoid)
     if base.converged and base_clear.min_m >= avoid.margin_m:
@@ -851,7 +915,7 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
     problem = problem_for(robot, arrays.links, frozenset(options.held_joints))
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     start = np.asarray(start, dtype=float)
-    seeds = [start, base.joints]
+    seeds = [base.joints, start] if base.converged else [start, base.joints]
     if options.cold:
         rng = np.random.default_rng(1)
         for q in robot.random_configurations(COLD_SEEDS, rng):
@@ -866,14 +930,16 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
     budget_s = options.budget_ms / 1000.0 * 4  # the avoiding solve may take a few plain budgets
     margins = (avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)
     finished = False
+    rows = _movable_rows(model, kin, avoid, problem.free)
     for seed in seeds:
         for margin in margins:
             q, errors, dmin, used, nearest = _descend(robot, problem, model, kin, avoid, seed, arrays, tol_p, tol_r,
-                                                      max(DESCENT_ITERATIONS, int(options.max_iterations)), margin)
+                                                      max(DESCENT_ITERATIONS, int(options.max_iterations)), margin,
+                                                      t0 + budget_s, rows)
             iterations += used
             candidates.append(q)
             ok = bool(np.all((errors <= (tol_p, tol_r)) | (arrays.weights == 0)))
-            if ok and dmin >= margin:
+            if ok and dmin >= 0:  # within tolerance and clear; the margin is kept where the descent could
                 finished = True
                 break
             if not ok and nearest is not None:
@@ -888,28 +954,44 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
         errors_done = problem.residual(q_done[None], arrays.rotations, arrays.positions, with_jacobian=False)[0][0]
         pairs, _ = _pairs(robot, model, kin, avoid, q_done)
         clear = _summarise(pairs, avoid)
+        movable = _subset(pairs, rows)
+        reach = float(movable.d.min()) if len(movable.d) else math.inf  # what the solve could change
         ok = bool(np.all((errors_done <= (tol_p, tol_r)) | (arrays.weights == 0)))
         cost = float(np.sum((errors_done * arrays.weights) ** 2))
-        free = clear.min_m >= 0
-        scored.append(((0 if free else 1, 0 if ok else 1, 0 if clear.min_m >= avoid.margin_m else 1,
-                        cost if free else -clear.min_m), q_done, errors_done, clear, ok))
+        free = reach >= 0
+        scored.append(((0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if reach >= avoid.margin_m else 1,
+                        cost if free else -reach), q_done, errors_done, clear, ok, movable))
     scored.sort(key=lambda item: item[0])
-    _, q, errors, clear, ok = scored[0]
+    _, q, errors, clear, ok, movable = scored[0]
     converged = ok and clear.min_m >= 0
     if converged:
         reason = "converged"
-    elif clear.colliding:
-        reason = collision_reason(clear.colliding[0], clear.obstacles)
-    elif blockers or clear.min_m < avoid.margin_m + BLOCKED_WITHIN:
-        pair = clear.pairs[0][:2] if clear.min_m < avoid.margin_m + BLOCKED_WITHIN else blockers[0]
-        reason = collision_reason(pair, clear.obstacles)
     else:
-        reason = base.reason if base.reason != "converged" else "out of reach"
+        reason = _blocked_reason(clear, movable, blockers, avoid)
+        if reason is None:
+            reason = base.reason if base.reason != "converged" else "out of reach"
     position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
     return SolveResult(joints=q, position_error=position_error, rotation_error=rotation_error, converged=converged,
                        reason=reason, iterations=int(iterations), ms=(time.perf_counter() - t0) * 1000.0,
                        backend=base.backend, fallback_reason=base.fallback_reason,
                        min_clearance_m=clear.min_m, colliding=clear.colliding)
+
+
+def _blocked_reason(clear: Clearance, movable: _Pairs, blockers: list, avoid: Avoid) -> str | None:
+    """What stopped a solve, named: an overlapping pair the solve could move first, then any
+    overlapping pair (the answer collides, whatever caused it), then the nearest pair the solve
+    could move within the margin (+ `BLOCKED_WITHIN`), then what stopped the descents; None
+    when no collision was in the way."""
+    order = np.argsort(movable.d) if len(movable.d) else np.zeros(0, dtype=int)
+    if len(order) and movable.d[order[0]] < 0:
+        return collision_reason(movable.names[int(order[0])], clear.obstacles)
+    if clear.colliding:
+        return collision_reason(clear.colliding[0], clear.obstacles)
+    if len(order) and movable.d[order[0]] < avoid.margin_m + BLOCKED_WITHIN:
+        return collision_reason(movable.names[int(order[0])], clear.obstacles)
+    if blockers:
+        return collision_reason(blockers[0], clear.obstacles)
+    return None
 
 
 def _with_clearance(result, clear: Clearance, t0: float):
