@@ -271,15 +271,20 @@ def kernel_first_solve(cache: Path) -> dict:
             "converged": converged == "True", "status": status}
 
 
-def prepared_tracking(robot, link: str, n: int, seed: int) -> dict:
+def prepared_tracking(robot, links, n: int, seed: int) -> dict:
     """Tracking (the protocol of `run_benchmark`) through `core.solve.prepare(...).solve`: the
-    link set and options checked once, each frame's arrays straight to the kernel and back."""
+    link set and options checked once, each frame's arrays straight to the kernel and back.
+    `links`: one link, or several (every link's pose at the same smooth joint trajectory)."""
+    from kinema_nodes.core.model.kinematics import link_pose
+    from kinema_nodes.core.model.rotations import matrix_to_quaternion
     from kinema_nodes.core.solve import SolveOptions, prepare
     from kinema_nodes.core.solve._bench import WARMUP_SOLVES, tracking_cases
 
-    prepared = prepare(robot, [link], SolveOptions(backend="numpy"))
-    targets, truth, trajectory = tracking_cases(robot, link, n, seed)
-    positions, wxyz = targets[:, None, :3].copy(), targets[:, None, 3:].copy()
+    links = [links] if isinstance(links, str) else list(links)
+    prepared = prepare(robot, links, SolveOptions(backend="numpy"))
+    _, truth, trajectory = tracking_cases(robot, links[0], n, seed)
+    poses = np.stack([link_pose(robot, truth, link) for link in links], axis=1)  # (n, T, 4, 4)
+    positions, wxyz = poses[..., :3, 3].copy(), matrix_to_quaternion(poses)
     for i in range(WARMUP_SOLVES):
         prepared.solve(positions[i], wxyz[i], truth[i])
     times, pe, re, within = [], [], [], []
@@ -344,6 +349,17 @@ def kernel_main(args) -> int:
         results[f"{name}|prepared|tracking"] = r
         lines.append(row(f"{name} -> {link}, tracking, `prepare(...).solve` (checks once, arrays to the kernel)", r))
         print(lines[-1], flush=True)
+    humanoid, hlinks = HUMANOID
+    robot = load_robot(humanoid, check_meshes=False)
+    r = run_benchmark(robot, hlinks, n=args.track_n, seed=args.seed, solver="numpy", mode="tracking")
+    results[f"{humanoid}|kernel|tracking"] = r
+    lines.append(row(f"{humanoid} whole body ({r['chain_joints']} joints, hands + feet: 4 targets), tracking, NumPy backend on "
+                     "the numba kernel", r))
+    print(lines[-1], flush=True)
+    r = prepared_tracking(robot, hlinks, args.track_n, args.seed)
+    results[f"{humanoid}|prepared|tracking"] = r
+    lines.append(row(f"{humanoid} whole body, 4 targets, tracking, `prepare(...).solve`", r))
+    print(lines[-1], flush=True)
     robot = load_robot("panda", check_meshes=False)
     for mode in ("cold", "tracking"):
         with plain_numpy():

@@ -8,6 +8,8 @@ nothing.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .core.graph.registry import kind_of
@@ -41,6 +43,7 @@ def compiled_program(tree) -> Program | None:
 def forget_all() -> None:
     """Drop every cache (a new file was loaded)."""
     _dirty.clear()
+    _prepared.clear()
     _compiled.clear()
     _last_inputs.clear()
     _readouts.clear()
@@ -200,6 +203,48 @@ def _fingerprint(inputs: FrameInputs, program: Program, step) -> bytes:
     return b"|".join(parts)
 
 
+#: `core.solve.prepare` per (program, links, weights, options less the posture): the live solve
+#: checks its link set and options once per compiled Program, then goes from arrays to the
+#: kernel and back every frame.
+_prepared: dict = {}
+_PREPARED_KEPT = 32
+
+
+_OPTION_FIELDS: tuple[str, ...] = ()
+
+
+def _live_solve(robot, goals, start, options):
+    """`core.solve.solve` for a live frame, through a cached `prepare` (the same answers: the
+    prepared path hands anything but a converged warm kernel descent to `solve`)."""
+    global _OPTION_FIELDS
+    if options.avoid is not None:  # collision avoidance is solve()'s (core/stages/collisions.py), not the prepared kernel's
+        return _solve()(robot, goals, start, options)
+    if not _OPTION_FIELDS:
+        from dataclasses import fields
+
+        _OPTION_FIELDS = tuple(f.name for f in fields(options) if f.name != "posture")
+    links = tuple(g.link for g in goals)
+    weights = tuple((g.position_weight, g.rotation_weight) for g in goals)
+    key = (id(robot), links, weights, tuple(getattr(options, name) for name in _OPTION_FIELDS))
+    try:
+        prepared = _prepared.get(key)
+    except TypeError:  # options that do not hash (an obstacle world): the general path
+        return _solve()(robot, goals, start, options)
+    if prepared is None:
+        from .core.solve import prepare
+
+        if len(_prepared) >= _PREPARED_KEPT:
+            _prepared.clear()
+        prepared = _prepared[key] = prepare(robot, links, replace(options, posture=None), weights)
+    return prepared.solve([g.position for g in goals], [g.wxyz for g in goals], start, options.posture)
+
+
+def _solve():
+    from .core.solve import solve
+
+    return solve
+
+
 def run_tree(tree, frame: float | None = None, *, force: bool = False, values: dict | None = None) -> list[StepResult]:
     """Solve every live solver of `tree` for the current state and write the rigs.
 
@@ -238,7 +283,7 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
                 shown["frame"] = int(frame)
             continue
         try:
-            result = program.run_step(step, inputs)
+            result = program.run_step(step, inputs, _live_solve)
         except KinemaError as exc:
             result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
         rig = rig_object(tree, program, step)

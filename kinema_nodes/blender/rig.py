@@ -145,18 +145,33 @@ def _bone_indices(obj, channels: list[JointChannel]) -> np.ndarray:
         raise KinemaError(f"rig '{obj.name}' has no bone {exc}; re-import the robot") from None
 
 
-def _channel_groups(channels: list[JointChannel]):
-    """{data path: positions in `channels`} for the batched paths."""
+#: (rig, channel list) -> (channels, bone count, [(bone index, bone name)], per data path: (path,
+#: width, channel positions, bone indices, components, scales), every channel's scale). Reading and writing the rig is every
+#: live frame's work; looking the bones up by name each time cost more than the writes.
+_LAYOUTS = LRU(32)
+
+
+def _layout(obj, channels: list[JointChannel]):
+    bones = obj.pose.bones
+    key = (obj.as_pointer(), id(channels))
+    cached = _LAYOUTS.get(key)
+    if cached is not None and cached[0] is channels and cached[1] == len(bones) and all(
+            bones[i].name == name for i, name in cached[2]):
+        return bones, cached[3], cached[4]
+    indices = _bone_indices(obj, channels)
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(channels):
         groups.setdefault(c.data_path, []).append(i)
-    return groups
-
-
-def _bulk(obj, channels: list[JointChannel]):
-    """(pose bones, each channel's bone index, (data path, channel positions) pairs): what one
-    `foreach_get`/`foreach_set` per data path needs."""
-    return obj.pose.bones, _bone_indices(obj, channels), _channel_groups(channels).items()
+    paths = []
+    for path, positions in groups.items():
+        positions = np.array(positions, dtype=np.int64)
+        paths.append((path, _CHANNEL_WIDTH.get(path, 1), positions, indices[positions],
+                      np.array([channels[i].index for i in positions], dtype=np.int64),
+                      np.array([channels[i].scale for i in positions], dtype=float)))
+    checks = [(int(i), c.bone) for i, c in zip(indices, channels)]
+    scales = np.array([c.scale for c in channels], dtype=float)
+    _LAYOUTS.put(key, (channels, len(bones), checks, paths, scales))
+    return bones, paths, scales
 
 
 def read_joint_values(obj, robot: RobotModel) -> np.ndarray:
@@ -165,26 +180,22 @@ def read_joint_values(obj, robot: RobotModel) -> np.ndarray:
     q = np.zeros(len(channels))
     if not channels:
         return q
-    bones, indices, groups = _bulk(obj, channels)
+    bones, paths, _ = _layout(obj, channels)
     count = len(bones)
-    for path, positions in groups:
+    for path, width, positions, indices, components, scales in paths:
         if path == SLIDE:
-            for i in positions:
-                q[i] = getattr(bones[int(indices[i])], SLIDE) / channels[i].scale
+            for i, bone, scale in zip(positions.tolist(), indices.tolist(), scales.tolist()):
+                q[i] = getattr(bones[bone], SLIDE) / scale
             continue
-        width = _CHANNEL_WIDTH[path]
         values = np.empty(count * width, dtype=np.float32)
         bones.foreach_get(path, values)
-        values = values.reshape(count, width).astype(float)
-        for i in positions:
-            c = channels[i]
-            q[i] = values[indices[i], c.index] / c.scale
+        q[positions] = values.reshape(count, width)[indices, components].astype(float) / scales
     return q
 
 
 def clamp_to_limits(robot: RobotModel, q: np.ndarray) -> np.ndarray:
     """q moved inside the joint limits (continuous joints are left as they are)."""
-    return np.clip(q, robot.lower, robot.upper)
+    return np.minimum(np.maximum(q, robot.lower), robot.upper)
 
 
 def write_joint_values(obj, robot: RobotModel, q) -> np.ndarray:
@@ -196,33 +207,33 @@ def write_joint_values(obj, robot: RobotModel, q) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     if q.shape != (len(channels),):
         raise KinemaError(f"expected {len(channels)} joint values for '{robot.name}', got shape {q.shape}")
-    if not np.all(np.isfinite(q)):
+    if not np.isfinite(q).all():
         bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(q))]
         raise KinemaError(f"refusing non-finite joint values for {', '.join(bad)}")
     q = clamp_to_limits(robot, q)
     if not channels:
         return q
+    bones, paths, all_scales = _layout(obj, channels)
     with np.errstate(over="ignore"):
-        written = np.array([c.scale * v for c, v in zip(channels, q)], dtype=np.float32)
-    if not np.all(np.isfinite(written)):  # the one place joint values reach bones: never NaN or inf
+        written = (all_scales * q).astype(np.float32)
+    if not np.isfinite(written).all():  # the one place joint values reach bones: never NaN or inf
         bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(written))]
         raise KinemaError(f"refusing joint values Blender cannot hold (beyond float32) for {', '.join(bad)}")
-    bones, indices, groups = _bulk(obj, channels)
     count = len(bones)
-    for path, positions in groups:
+    for path, width, positions, indices, components, scales in paths:
         if path == SLIDE:
-            for i in positions:
-                setattr(bones[int(indices[i])], SLIDE, channels[i].scale * q[i])
+            for i, bone, scale in zip(positions.tolist(), indices.tolist(), scales.tolist()):
+                setattr(bones[bone], SLIDE, scale * q[i])
             continue
-        width = _CHANNEL_WIDTH[path]
         values = np.empty(count * width, dtype=np.float32)
         bones.foreach_get(path, values)
         values = values.reshape(count, width)
-        for i in positions:
-            c = channels[i]
-            values[indices[i], c.index] = c.scale * q[i]
+        values[indices, components] = scales * q[positions]
         bones.foreach_set(path, values.ravel())
-    obj.update_tag()
+    # The pose channels changed, nothing else: a full `update_tag()` (every recalc flag) makes the
+    # depsgraph pass our write causes re-copy and re-evaluate the whole object, over twice the
+    # cost of a transform tag, for the same evaluated pose (tests/blender/test_live_ik.py).
+    obj.update_tag(refresh={"OBJECT"})
     return q
 
 

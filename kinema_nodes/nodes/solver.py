@@ -139,16 +139,28 @@ def posture_at(solver, robot, frame: float, fallback) -> tuple[float, ...] | Non
     entry = posture_entry(solver, frame)
     if entry is None:
         return None
-    try:
-        named = json.loads(entry.joints or "{}")
-    except ValueError:
-        return None
-    values = np.array(fallback, dtype=float)
-    for i, name in enumerate(robot.actuated_joint_names):
-        value = named.get(name)
-        if isinstance(value, (int, float)) and np.isfinite(value):
-            values[i] = float(value)
-    return tuple(float(v) for v in np.clip(values, robot.lower, robot.upper))
+    text = entry.joints or "{}"
+    key = (text, tuple(robot.actuated_joint_names))
+    parsed = _PARSED_POSTURES.get(key)
+    if parsed is None:  # read each stored posture once, not every frame
+        try:
+            named = json.loads(text)
+        except ValueError:
+            return None
+        known = np.zeros(robot.dof, dtype=bool)
+        stored = np.zeros(robot.dof)
+        for i, name in enumerate(robot.actuated_joint_names):
+            value = named.get(name)
+            if isinstance(value, (int, float)) and np.isfinite(value):
+                known[i], stored[i] = True, float(value)
+        if len(_PARSED_POSTURES) > 64:
+            _PARSED_POSTURES.clear()
+        parsed = _PARSED_POSTURES[key] = (known, stored)
+    values = np.where(parsed[0], parsed[1], np.asarray(fallback, dtype=float))
+    return tuple(np.minimum(np.maximum(values, robot.lower), robot.upper).tolist())
+
+
+_PARSED_POSTURES: dict = {}
 
 
 def record_posture(solver, robot, joints, frame: float | None = None) -> None:

@@ -273,3 +273,56 @@ def test_one_solver_with_two_targets_reaches_both_hands_of_a_humanoid(blender):
     _assert_reaches(rig, right)
     legs = [robot.joint_index(n) for n in robot.actuated_joint_names if n.startswith("leg_")]
     assert np.abs(_joints(rig)[legs] - q[legs]).max() <= 1e-6  # not in either chain: untouched
+
+
+def test_the_live_solve_through_prepare_gives_the_core_solve_answer_with_the_frames_posture(blender):
+    """The evaluator's every-frame solve (`core.solve.prepare`, checks once per Program, the
+    posture slide inside the kernel call) against `core.solve.solve` on the same frame inputs,
+    along a keyed scrub of a redundant 7-axis arm (xArm7): the same joints within 1e-9, and the
+    posture really moves the spare joint (the answer without it differs)."""
+    from dataclasses import replace
+
+    from kinema_nodes import evaluator
+    from kinema_nodes.core.solve import solve
+
+    bpy = blender
+    rig = _import(bpy, "xarm7")
+    robot = _robot(rig)
+    start = robot.mid_configuration()
+    start[robot.joint_index("joint4")] = 1.2
+    _pose(rig, start)
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig, "link_eef")
+    end = np.clip(start + np.array([0.3, -0.2, 0.25, -0.3, 0.2, 0.3, -0.2]), robot.lower, robot.upper)
+    _keyframe_control_along(bpy, rig, target, [start, end], [1, 12])
+    solver.live = False
+    program = evaluator.program_for(tree)
+    step = program.steps[0]
+    unsettled = 0.0
+    for frame in range(1, 13):
+        bpy.context.scene.frame_set(frame)
+        inputs = evaluator.frame_inputs(tree, program, step, frame)
+        assert inputs.values[step.node]["posture"] is not None
+        core = program.run_step(step, inputs)
+        live = program.run_step(step, inputs, evaluator._live_solve)
+        assert core.converged and live.converged, (frame, core.summary, live.summary)
+        np.testing.assert_allclose(live.joints, core.joints, rtol=0, atol=1e-9)
+        free = solve(robot, [_goal(inputs, step)], inputs.starts[step.rig], replace(_options(step, robot), posture=None))
+        unsettled = max(unsettled, float(np.abs(free.joints - core.joints).max()))
+        _pose(rig, live.joints)
+    assert unsettled > 1e-4, unsettled
+
+
+def _goal(inputs, step):
+    from kinema_nodes.core.graph.program import pose_to_target
+    from kinema_nodes.core.solve import IKTarget
+
+    position, wxyz = pose_to_target(inputs.controls[step.targets[0].node])
+    return IKTarget(step.targets[0].link, tuple(position), tuple(wxyz))
+
+
+def _options(step, robot):
+    from dataclasses import replace
+
+    held = frozenset(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
+    return replace(step.options, backend=step.backend, held_joints=held)

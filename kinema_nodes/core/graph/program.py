@@ -7,6 +7,7 @@ returns joint values per rig, never NaN, with the readout the panel shows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -81,8 +82,41 @@ def summarise(result) -> str:
 def pose_to_target(pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A 4x4 control pose -> (position, wxyz), ignoring any scale on the control."""
     pose = np.asarray(pose, dtype=float)
+    if pose.shape == (4, 4):
+        wxyz = _single_quaternion(pose[:3, :3].tolist())
+        if wxyz is not None:
+            return pose[:3, 3].copy(), np.array(wxyz)
     rotation = pose[:3, :3] / np.linalg.norm(pose[:3, :3], axis=0, keepdims=True)
     return pose[:3, 3].copy(), matrix_to_quaternion(rotation)
+
+
+def _single_quaternion(m: list) -> tuple[float, ...] | None:
+    """`matrix_to_quaternion` of one 3x3 (columns scaled to unit length first) in plain floats:
+    every live frame and bake frame converts its controls, and NumPy's batched form costs tens of
+    microseconds on one matrix. None for a matrix it cannot take (a zero column, a non-finite
+    entry): the batched form then gives its NaN for the caller's finite check."""
+    norms = [math.sqrt(m[0][c] ** 2 + m[1][c] ** 2 + m[2][c] ** 2) for c in range(3)]
+    if not all(0.0 < n < math.inf for n in norms):
+        return None
+    r = [[m[a][c] / norms[c] for c in range(3)] for a in range(3)]
+    trace = r[0][0] + r[1][1] + r[2][2]
+    diagonal = (trace, r[0][0], r[1][1], r[2][2])
+    best = diagonal.index(max(diagonal))
+    if best == 0:
+        q = (1 + trace, r[2][1] - r[1][2], r[0][2] - r[2][0], r[1][0] - r[0][1])
+    elif best == 1:
+        q = (r[2][1] - r[1][2], 1 + r[0][0] - r[1][1] - r[2][2], r[0][1] + r[1][0], r[0][2] + r[2][0])
+    elif best == 2:
+        q = (r[0][2] - r[2][0], r[0][1] + r[1][0], 1 - r[0][0] + r[1][1] - r[2][2], r[1][2] + r[2][1])
+    else:
+        q = (r[1][0] - r[0][1], r[0][2] + r[2][0], r[1][2] + r[2][1], 1 - r[0][0] - r[1][1] + r[2][2])
+    biggest = max(abs(v) for v in q)
+    if not 0.0 < biggest < math.inf:
+        return None
+    q = tuple(v / biggest for v in q)
+    norm = math.sqrt(sum(v * v for v in q))
+    sign = -1.0 if q[0] < 0 else 1.0
+    return tuple(sign * v / norm for v in q)
 
 
 class Program:

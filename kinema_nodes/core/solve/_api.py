@@ -405,11 +405,14 @@ class PreparedSolve:
         `posture` (n,): this frame's posture (SolveOptions.posture), None for the options' own."""
         t0 = time.perf_counter()
         options = self.options
-        if posture is not None:
-            options = replace(options, posture=tuple(float(v) for v in posture))
+        if posture is None:
+            posture = options.posture
+        elif options.posture is None or tuple(posture) != options.posture:
+            # only the general path and an unsettled answer read it from the options
+            options = _WithPosture(options, posture)
         run = kernel_compiled() if self.fast else None
         if run is None:
-            return solve(self.robot, self.goals(positions, wxyz), start, options)
+            return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
         count = len(self.links)
         start = check_start(self.robot, start)
         packed = self.packed
@@ -430,14 +433,13 @@ class PreparedSolve:
                                      2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
                                      2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
             posture_argument = _NO_POSTURE
-            if options.posture is not None and self.posture is not None:
-                values = options.posture
-                if len(values) != self.robot.dof or not math.isfinite(sum(values)):
+            if posture is not None and self.posture is not None:
+                if len(posture) != self.robot.dof or not math.isfinite(sum(posture)):
                     raise ValueError
                 posture_argument = self.posture
-                posture_argument[:len(self.free)] = [values[j] for j in self.free]
+                posture_argument[:len(self.free)] = [posture[j] for j in self.free]
         except (TypeError, ValueError):
-            return solve(self.robot, self.goals(positions, wxyz), start, options)
+            return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
         rows = packed[0]
         q_raw = np.empty((1, self.robot.dof))
         errors = np.empty((1, count, 2))
@@ -445,11 +447,26 @@ class PreparedSolve:
         run(self.chain.ints, self.chain.floats, start[None], _ZERO_INDEX, packed, _ZERO_WANTED, self.settings,
             posture_argument, q_raw, errors, stats)
         if stats[0, 2] < 0.5:  # the start's descent did not make it: restarts, budget and reason as `solve` does them
-            return solve(self.robot, self.goals(positions, wxyz), start, options)
+            return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
         targets = TargetArrays(self.links, rows[:, :3], rows[:, 3:12].reshape(count, 3, 3), np.asarray(wxyz, dtype=float),
                                self.weights)
-        return _complete(self.robot, self.problem, start, targets, options, t0, q_raw[0], errors[0], int(stats[0, 1]),
-                         False, "numpy", None, settled=stats[0, 3] > 0.5)
+        settled = stats[0, 3] > 0.5
+        return _complete(self.robot, self.problem, start, targets, self.options if settled else _options(options), t0,
+                         q_raw[0], errors[0], int(stats[0, 1]), False, "numpy", None, settled=settled)
+
+
+class _WithPosture(tuple):
+    """(options, posture): SolveOptions with this frame's posture, built only if asked for (a
+    dataclass `replace` costs more than the kernel call)."""
+
+    def __new__(cls, options, posture):
+        return super().__new__(cls, (options, posture))
+
+
+def _options(options) -> SolveOptions:
+    if isinstance(options, _WithPosture):
+        return replace(options[0], posture=tuple(float(v) for v in options[1]))
+    return options
 
 
 _ZERO_INDEX = np.zeros(1, dtype=np.int64)
