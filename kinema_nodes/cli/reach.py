@@ -40,7 +40,7 @@ def add_arguments_reach(parser):
 def run_reach(args) -> int:
     from ..core.files import check_output_path
     from ..core.model.robot import load_robot
-    from ..core.reach import assemble, chunks, default_box, grid_cells, reach_chunk, render_slices, super_fibonacci
+    from ..core.reach import assemble, chunks, default_box, grid_cells, reach_bounds, reach_chunk, render_slices, super_fibonacci
 
     started = time.perf_counter()
     for option, value, suffix in (("--out", args.out, ".npz"), ("--render", args.render, ".png")):
@@ -59,6 +59,7 @@ def run_reach(args) -> int:
     orientations = super_fibonacci(args.orientations)
     poses = len(centres) * len(orientations)
     need_dask()
+    bounds = reach_bounds(robot, link)  # searched once here, not once per worker
     from distributed import as_completed
 
     from .bake import TerminalProgress
@@ -69,7 +70,7 @@ def run_reach(args) -> int:
         robot_ref = args.urdf
         orientations_future = client.scatter(orientations, broadcast=True)
         futures = [client.submit(reach_chunk, robot_ref, link, centres[part], part, orientations_future, args.seeds,
-                                 retries=1, pure=False) for part in parts]
+                                 bounds=bounds, retries=1, pure=False) for part in parts]
         progress = TerminalProgress(f"{poses} poses")
         results, done = [], 0
         solve_started = time.perf_counter()
@@ -90,6 +91,9 @@ def run_reach(args) -> int:
         "reached_poses": int(reach_map.reached.sum()), "reachable_cells": int((index > 0).sum()),
         "mean_index_reachable": float(index[index > 0].mean()) if (index > 0).any() else 0.0,
         "poses_solved": int(sum(r.poses for r in results)),
+        "cpu_seconds": round(sum(r.cpu_seconds for r in results), 3),
+        "poses_per_cpu_second": round(poses / max(sum(r.cpu_seconds for r in results), 1e-9), 1),
+        "solved_poses_per_cpu_second": round(sum(r.poses for r in results) / max(sum(r.cpu_seconds for r in results), 1e-9), 1),
         "workers": workers, "solve_seconds": round(solve_seconds, 3),
         "poses_per_second": round(poses / solve_seconds, 1) if solve_seconds > 0 else None,
         "solved_poses_per_second": round(sum(r.poses for r in results) / solve_seconds, 1) if solve_seconds > 0 else None,

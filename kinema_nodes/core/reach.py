@@ -58,21 +58,192 @@ def grid_cells(box, step: float) -> tuple[np.ndarray, tuple[int, int, int]]:
     return np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1), shape
 
 
+def _ball_back(steps, centre: np.ndarray, radius: float):
+    """A ball holding every position of a point given in the frame after `steps[-1]` (the ball
+    `centre`, `radius` there), in the frame before `steps[0]`. A turn about an axis through
+    the joint origin moves the ball within the ball centred on the axis's nearest point, wider
+    by the distance to it (triangle inequality, whatever the joint's limits). None with a slide."""
+    from .model.kinematics import FIXED, REVOLUTE
+
+    centre = np.asarray(centre, dtype=float)
+    for step in reversed(steps):
+        if step.kind != FIXED:
+            if step.kind != REVOLUTE:
+                return None
+            axis = np.asarray(step.axis, dtype=float)
+            axis = axis / np.linalg.norm(axis)
+            foot = (centre @ axis) * axis
+            radius += float(np.linalg.norm(centre - foot))
+            centre = foot
+        centre = step.origin[:3, :3] @ centre + step.origin[:3, 3]
+    return centre, radius
+
+
 def reach_ball(robot, link: str) -> tuple[np.ndarray, float] | None:
-    """A ball no pose of `link` can leave: centred on the first moving joint's origin, radius the
-    sum of the distances between successive joint origins (and the link), by the triangle
-    inequality. None when a slide is in the chain (no such bound)."""
+    """A ball no pose of `link` can leave, in the root frame: centred on the first moving joint's
+    axis, its radius grown joint by joint by the distance of the ball's centre from each axis
+    (`_ball_back`), so offsets along an axis cost nothing. None when a slide is in the chain."""
+    from .model.kinematics import chain_steps
+
+    steps = chain_steps(robot, link)
+    if not any(step.kind for step in steps):
+        return None
+    return _ball_back(steps, np.zeros(3), 0.0)
+
+
+@dataclass(frozen=True)
+class PointTest:
+    """Where one point that moves with the pose may be. The point is one of `points` (K, 3, in
+    the link's frame; K > 1 samples a circle the point may lie anywhere on, `slack` the most a
+    point of the circle is from the nearest sample), and it must lie within `far` of the
+    bounds' centre and at least `near` from the first moving joint's axis (both distances a turn
+    of that joint leaves alone)."""
+
+    points: np.ndarray
+    far: float
+    near: float
+    slack: float = 0.0
+
+    def passes(self, centres: np.ndarray, rotations: np.ndarray, centre: np.ndarray, axis: np.ndarray) -> np.ndarray:
+        """(C, N) bool for cell centres (C, 3) x rotations (N, 3, 3)."""
+        offsets = np.einsum("nij,kj->nki", rotations, self.points)  # (N, K, 3)
+        ok = np.zeros((len(centres), len(rotations)), dtype=bool)
+        for k in range(len(self.points)):
+            v = centres[:, None, :] + offsets[None, :, k] - centre
+            along = v @ axis
+            radial = np.sqrt(np.maximum(np.einsum("cni,cni->cn", v, v) - along ** 2, 0.0))
+            ok |= (np.linalg.norm(v, axis=-1) <= self.far + self.slack) & (radial >= self.near - self.slack)
+        return ok
+
+
+@dataclass(frozen=True)
+class ReachBounds:
+    """Tests that decide a pose unreachable without solving it.
+
+    - the link's origin stays within `radius` of `centre` (a point on the first moving joint's
+      axis `axis`, so the distance does not change with that joint): a cell farther away is out
+      at every orientation;
+    - `tests`: the last moving joint's origin is fixed by the pose alone (its own turn leaves it
+      where it is), and the joint before it lies on a circle about the last joint's axis; each must
+      be where some configuration can put it (`PointTest`), else the pose is out.
+
+    Each limit is the extreme a search over the joint limits found (many random configurations,
+    the best hill-climbed to a local extreme) widened by `MARGIN`, and no radius exceeds the
+    triangle bound of `reach_ball` (which no configuration can beat). A pose lost to an extreme
+    the search missed would be a reachable pose marked out: the UR5 closed-form check
+    (tests/core/test_reach.py) counts those.
+    """
+
+    centre: np.ndarray
+    axis: np.ndarray
+    radius: float
+    tests: tuple[PointTest, ...] = ()
+
+    def cells_in(self, centres: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(np.asarray(centres, dtype=float) - self.centre, axis=-1) <= self.radius
+
+    def poses_in(self, centres: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+        """(C, N) bool: which (cell, orientation) pass every test."""
+        centres = np.asarray(centres, dtype=float).reshape(-1, 3)
+        inside = np.repeat(self.cells_in(centres)[:, None], len(rotations), axis=1)
+        for test in self.tests:
+            rows = np.flatnonzero(inside.any(axis=1))
+            inside[rows] &= test.passes(centres[rows], rotations, self.centre, self.axis)
+        return inside
+
+
+#: Added to a searched extreme distance (metres): what the search may fall short by.
+MARGIN = 1e-3
+#: Samples on the circle of the second-last joint's origin.
+CIRCLE_SAMPLES = 48
+_BOUNDS: dict = {}
+
+
+def _extremes(robot, frame_link: str, centre: np.ndarray, axis: np.ndarray, rng) -> tuple[float, float]:
+    """(largest distance of `frame_link`'s origin from `centre`, smallest from the axis through
+    it) over the joint limits: 8,000 random configurations, the 8 most extreme hill-climbed by
+    shrinking random steps (kept within the limits) down to 1e-7 rad."""
     from .model.kinematics import link_pose
 
-    chain = [j for j in robot.chain(link) if j.is_movable]
-    if not chain or any(j.type == "prismatic" for j in chain):
-        return None
-    q = robot.mid_configuration()
-    points = [(link_pose(robot, q, j.parent) @ np.asarray(j.origin, dtype=float))[:3, 3] for j in chain]
-    points.append(link_pose(robot, q, link)[:3, 3])
-    radius = float(sum(np.linalg.norm(b - a) for a, b in zip(points, points[1:])))
-    return points[0], radius
+    lower = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
+    upper = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
 
+    def measures(q):
+        v = link_pose(robot, q, frame_link)[:, :3, 3] - centre
+        along = v @ axis
+        return np.linalg.norm(v, axis=1), -np.sqrt(np.maximum(np.einsum("bi,bi->b", v, v) - along ** 2, 0.0))
+
+    found = []
+    start = robot.random_configurations(8000, rng)
+    for which in (0, 1):
+        score = measures(start)[which]
+        best = start[np.argsort(score)[-8:]].copy()
+        value = measures(best)[which]
+        for scale in np.geomspace(0.5, 1e-7, 40):
+            trial = np.clip(np.repeat(best, 24, axis=0) + rng.normal(0.0, scale, (len(best) * 24, robot.dof)), lower, upper)
+            d = measures(trial)[which].reshape(len(best), 24)
+            pick = d.argmax(axis=1)
+            better = d[np.arange(len(best)), pick] > value
+            best[better] = trial.reshape(len(best), 24, -1)[np.arange(len(best)), pick][better]
+            value = np.maximum(value, d.max(axis=1))
+        found.append(float(value.max()))
+    return found[0], -found[1]
+
+
+def reach_bounds(robot, link: str) -> ReachBounds | None:
+    """`ReachBounds` for this link (searched once per robot and link in a process), None when a
+    slide is in the chain."""
+    from .model.kinematics import FIXED, REVOLUTE, chain_steps
+
+    key = (id(robot), robot.path, link)
+    if key in _BOUNDS:
+        return _BOUNDS[key]
+    ball = reach_ball(robot, link)
+    bounds = None
+    if ball is not None:
+        rng = np.random.default_rng(20261201)
+        steps = chain_steps(robot, link)
+        moving = [i for i, step in enumerate(steps) if step.kind != FIXED]
+        frame = np.eye(4)
+        for step in steps[:moving[0] + 1]:
+            frame = frame @ step.origin
+        axis = frame[:3, :3] @ np.asarray(steps[moving[0]].axis, dtype=float)
+        axis /= np.linalg.norm(axis)
+        centre = ball[0]
+        radius = min(ball[1], _extremes(robot, link, centre, axis, rng)[0] + MARGIN)
+        tests = []
+        last = moving[-1]
+        if len(moving) >= 2 and steps[last].kind == REVOLUTE:
+            tail = np.eye(4)
+            for step in steps[last + 1:]:
+                tail = tail @ step.origin
+            to_joint = np.linalg.inv(tail)  # link frame -> the last joint's frame (after its turn)
+            child = robot.joint_by_name[steps[last].name].child
+            far, near = _extremes(robot, child, centre, axis, rng)
+            tests.append(PointTest(to_joint[:3, 3][None].copy(), far + MARGIN, near - MARGIN))
+            # The second-last joint's origin, seen from the last joint's frame, turns about its axis.
+            between = np.eye(4)
+            for step in steps[moving[-2] + 1:last + 1]:
+                between = between @ step.origin
+            u = np.linalg.inv(between)[:3, 3]
+            a = np.asarray(steps[last].axis, dtype=float)
+            a = a / np.linalg.norm(a)
+            foot = (u @ a) * a
+            ring = float(np.linalg.norm(u - foot))
+            if ring > 1e-9:
+                e1 = (u - foot) / ring
+                e2 = np.cross(a, e1)
+                angles = np.linspace(0.0, 2 * np.pi, CIRCLE_SAMPLES, endpoint=False)
+                circle = foot + ring * (np.cos(angles)[:, None] * e1 + np.sin(angles)[:, None] * e2)
+            else:
+                circle = u[None]
+            points = circle @ to_joint[:3, :3].T + to_joint[:3, 3]
+            child = robot.joint_by_name[steps[moving[-2]].name].child
+            far, near = _extremes(robot, child, centre, axis, rng)
+            tests.append(PointTest(points, far + MARGIN, near - MARGIN, ring * np.pi / CIRCLE_SAMPLES))
+        bounds = ReachBounds(centre, axis, radius, tuple(tests))
+    _BOUNDS[key] = bounds
+    return bounds
 
 
 def default_box(robot, link: str, step: float) -> np.ndarray:
@@ -87,8 +258,10 @@ class ReachChunk:
     cells: np.ndarray  # (C,) indices into the map's cells
     reached: np.ndarray  # (C, N) bool
     witness: np.ndarray  # (C, N, dof) NaN where not reached
-    poses: int  # poses solved here (cells outside the reach ball are not)
+    poses: int  # poses the kernel decided (the others fail a `ReachBounds` test)
     seconds: float
+    iterations: int = 0  # LM iterations the kernel ran
+    cpu_seconds: float = 0.0  # this process's CPU time (the per-core cost, whatever else runs)
 
 
 _ROBOTS: dict = {}
@@ -116,50 +289,128 @@ def _seeds(robot, problem, count: int) -> np.ndarray:
     return seeds
 
 
+def _lattice(centres: np.ndarray) -> np.ndarray:
+    """(C, 3) integer grid coordinates of cell centres (rank of each coordinate on its axis)."""
+    return np.stack([np.unique(np.round(centres[:, a], 9), return_inverse=True)[1].ravel() for a in range(3)], axis=1)
+
+
+def _neighbours(lattice: np.ndarray) -> np.ndarray:
+    """(C, 6) chunk index of the cell at -x, -y, -z, +x, +y, +z (-1: none in the chunk)."""
+    shape = lattice.max(axis=0) + 1 if len(lattice) else np.ones(3, dtype=int)
+    where = np.full(tuple(int(v) for v in shape), -1, dtype=np.int64)
+    where[tuple(lattice.T)] = np.arange(len(lattice))
+    out = np.full((len(lattice), 6), -1, dtype=np.int64)
+    for k, (axis, delta) in enumerate(((0, -1), (1, -1), (2, -1), (0, 1), (1, 1), (2, 1))):
+        moved = lattice.copy()
+        moved[:, axis] += delta
+        ok = (moved[:, axis] >= 0) & (moved[:, axis] < shape[axis])
+        out[ok, k] = where[tuple(moved[ok].T)]
+    return out
+
+
+STALL_WINDOW = 10
+EDGE_STALL_WINDOW = 5
+#: Random starts for a pose whose earlier neighbours at the same orientation were solved or
+#: tried already (the full `seeds` only where no neighbour tells anything).
+QUICK_SEEDS = 2
+
+
 def reach_chunk(robot_ref, link: str, centres: np.ndarray, cell_indices, orientations: np.ndarray,
-                seeds: int = DEFAULT_SEEDS, tolerance: float = REACH_TOLERANCE, max_iterations: int = 100) -> ReachChunk:
-    """Decide every (cell, orientation) of these cells; runs on a cluster worker."""
+                seeds: int = DEFAULT_SEEDS, tolerance: float = REACH_TOLERANCE, max_iterations: int = 100,
+                bounds: ReachBounds | None | bool = True) -> ReachChunk:
+    """Decide every (cell, orientation) of these cells; runs on a cluster worker.
+
+    1. `ReachBounds` rule out poses no configuration reaches (no solve).
+    2. Cells go in diagonal waves (x + y + z grid index), one `solve_poses` call per wave: each
+       pose starts from the witnesses of its -x, -y, -z neighbours at the same orientation
+       (solved in the wave before), then random starts: all `seeds` where no such neighbour was
+       tried, else `QUICK_SEEDS` (a pose whose neighbours are solved converges from them
+       almost always; one whose neighbours are out is likely out too).
+    3. A flood: a pose still open tries each solved neighbour's witness (all six directions)
+       it has not tried, until no new pose is solved; so a reachable region found anywhere in
+       the chunk spreads over all of itself.
+    `bounds=True` computes them (`reach_bounds`), None/False solves every pose.
+    """
     import time
 
-    from .solve import IKTarget, check_targets, descend_batch, problem_for
+    from .model.rotations import quaternion_to_matrix
+    from .solve import problem_for, solve_poses
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     robot = _robot(robot_ref)
     link = robot.check_link(link)
     problem = problem_for(robot, (link,), frozenset())
     fixed = _seeds(robot, problem, seeds)
-    lower, upper = robot.lower, robot.upper
-    centres = np.asarray(centres, dtype=float)
+    centres = np.asarray(centres, dtype=float).reshape(-1, 3)
     orientations = np.asarray(orientations, dtype=float)
-    count, n = len(centres), len(orientations)
+    rotations = np.array([quaternion_to_matrix(q) for q in orientations]).reshape(-1, 3, 3)
+    count, n, dof = len(centres), len(orientations), robot.dof
+    if bounds is True:
+        bounds = reach_bounds(robot, link)
+    candidate = bounds.poses_in(centres, rotations) if bounds else np.ones((count, n), dtype=bool)
     reached = np.zeros((count, n), dtype=bool)
-    witness = np.full((count, n, robot.dof), np.nan)
-    last = [None] * n
-    trial = np.empty((seeds + 1, robot.dof))
-    trial[1:] = fixed
-    ball = reach_ball(robot, link)
-    solved = 0
-    for c, centre in enumerate(centres):
-        if ball is not None and np.linalg.norm(centre - ball[0]) > ball[1] + 1e-9:
-            continue  # beyond every joint's combined reach: unreachable at any orientation
-        position = tuple(centre.tolist())
-        solved += n
-        for o, wxyz in enumerate(orientations.tolist()):
-            targets = check_targets(robot, [IKTarget(link, position, tuple(wxyz))])
-            if last[o] is not None:
-                trial[0] = last[o]
-                rows = trial
-            else:
-                rows = fixed
-            q, _, _, _, converged = descend_batch(problem, rows, targets, tolerance, tolerance, max_iterations, stop_at_first=True)
-            hits = np.flatnonzero(converged)
-            if len(hits):
-                found = q[hits[0]]
-                if np.all(found >= lower - 1e-12) and np.all(found <= upper + 1e-12):
-                    reached[c, o] = True
-                    witness[c, o] = found
-                    last[o] = found
-    return ReachChunk(np.asarray(cell_indices), reached, witness, solved, time.perf_counter() - t0)
+    witness = np.full((count, n, dof), np.nan)
+    tried = np.zeros((count, n, 6), dtype=bool)  # tried from that neighbour's witness
+    full = np.zeros((count, n), dtype=bool)  # tried from every random seed
+    lattice = _lattice(centres) if count else np.zeros((0, 3), dtype=int)
+    around = _neighbours(lattice)
+    wave = lattice.sum(axis=1)
+    options = {"position_tolerance": tolerance, "rotation_tolerance": tolerance, "max_iterations": max_iterations}
+    iterations = 0
+
+    def attempt(cells, orient, starts, direction_of_start, stall_window=STALL_WINDOW):
+        nonlocal iterations
+        sol = solve_poses(problem, centres[cells], rotations[orient], starts, **options, stall_window=stall_window)
+        iterations += int(sol.iterations.sum())
+        for k, d in enumerate(direction_of_start):
+            if d >= 0:
+                tried[cells, orient, d] |= np.isfinite(starts[:, k, 0])
+        ok = sol.converged & np.all(sol.q >= robot.lower - 1e-12, axis=1) & np.all(sol.q <= robot.upper + 1e-12, axis=1)
+        reached[cells[ok], orient[ok]] = True
+        witness[cells[ok], orient[ok]] = sol.q[ok]
+
+    for w in np.unique(wave):
+        cells, orient = np.nonzero(candidate[wave == w])
+        if not len(cells):
+            continue
+        cells = np.flatnonzero(wave == w)[cells]
+        starts = np.full((len(cells), 3 + seeds, dof), np.nan)
+        told = np.zeros(len(cells), dtype=bool)
+        for d in range(3):
+            other = around[cells, d]
+            has = other >= 0
+            starts[has, d] = witness[other[has], orient[has]]
+            told[has] |= candidate[other[has], orient[has]]
+        starts[:, 3:] = fixed
+        starts[told, 3 + QUICK_SEEDS:] = np.nan
+        full[cells, orient] = ~told
+        attempt(cells, orient, starts, (0, 1, 2) + (-1,) * seeds)
+
+    while True:
+        open_cells, open_orient = np.nonzero(candidate & ~reached)
+        starts = np.full((len(open_cells), 6, dof), np.nan)
+        beside = np.zeros(len(open_cells), dtype=bool)  # a neighbour at this orientation is solved
+        for d in range(6):
+            other = around[open_cells, d]
+            use = other >= 0
+            use[use] = reached[other[use], open_orient[use]]
+            beside |= use
+            use &= ~tried[open_cells, open_orient, d]
+            starts[use, d] = witness[other[use], open_orient[use]]
+        keep = np.isfinite(starts[:, :, 0]).any(axis=1)
+        if keep.any():
+            attempt(open_cells[keep], open_orient[keep], starts[keep], tuple(range(6)))
+            continue
+        # Next to a solved pose but not reached from it: the edge of a region, worth every seed.
+        more = beside & ~full[open_cells, open_orient]
+        if not more.any():
+            break
+        cells, orient = open_cells[more], open_orient[more]
+        full[cells, orient] = True
+        attempt(cells, orient, np.broadcast_to(fixed[QUICK_SEEDS:], (len(cells), seeds - QUICK_SEEDS, dof)), (-1,) * (seeds - QUICK_SEEDS),
+                EDGE_STALL_WINDOW)
+    return ReachChunk(np.asarray(cell_indices), reached, witness, int(candidate.sum()), time.perf_counter() - t0, iterations,
+                      time.process_time() - cpu0)
 
 
 @dataclass

@@ -8,8 +8,8 @@ JAX and PyRoki are imported only when the PyRoki backend first runs.
 Siblings use only the names below. Stages that add their own term to the solve (core/stages:
 the elbow swivel) build on `problem_for` / `TargetChain` (the cached fast FK and Jacobian of the
 target chains) and `check_targets` (the one target check), and run the solver's own LM kernel with
-`descend_batch` (one descent per seed, optionally with the swivel equation); `kernel_status`
-says whether that kernel is numba-compiled here; `run_benchmark` is the BENCHMARKS.md
+`descend_batch` (one descent per seed, optionally with the swivel equation), or over many poses at once with `solve_poses` (reachability maps);
+`kernel_status` says whether that kernel is numba-compiled here; `run_benchmark` is the BENCHMARKS.md
 protocol, shared by `kinema-nodes bench` and bench/bench_ik.py.
 """
 
@@ -19,11 +19,13 @@ from ._cache import DEFAULT_LRU_SIZE, cache_root
 from ._chain import TargetChain, problem_for
 from ._kernel import kernel_status, wait_for_kernel_build
 from ._numpy_backend import descend_batch
+from ._poses import PoseSolutions, solve_poses
 from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_start, check_targets, converged
 
 __all__ = [
     "DEFAULT_LRU_SIZE",
     "MAX_TARGET_DISTANCE_M",
+    "PoseSolutions",
     "PreparedSolve",
     "REASONS",
     "IKTarget",
@@ -44,6 +46,7 @@ __all__ = [
     "run_benchmark",
     "solve",
     "solve_many",
+    "solve_poses",
     "solve_trajectory",
     "warm_up",
 ]
