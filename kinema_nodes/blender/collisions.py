@@ -33,10 +33,13 @@ SHAPE_ITEMS = [
 
 #: Fits by (mesh data, vertex hash, shape): an obstacle is refitted only when its vertices change.
 _FITS = LRU(256)
+#: Placed primitives by (object, fits, matrix): an obstacle that did not move is not placed again.
+_PLACED = LRU(256)
 
 
 def reset_caches() -> None:
     _FITS.clear()
+    _PLACED.clear()
 
 
 # ---- the world ----------------------------------------------------------------------------------
@@ -48,34 +51,46 @@ def obstacle_objects(collection) -> list:
     return sorted((obj for obj in collection.all_objects if obj.type == "MESH"), key=lambda obj: obj.name)
 
 
-def _local_vertices(obj, depsgraph):
-    """The mesh's vertices and triangles in the object's own frame: as evaluated (modifiers and
-    shape keys applied) when the object has either, else straight from its mesh."""
-    plain = not obj.modifiers and obj.data.shape_keys is None
-    evaluated = obj if plain or depsgraph is None else obj.evaluated_get(depsgraph)
-    mesh = obj.data if plain or depsgraph is None else evaluated.to_mesh()
-    try:
-        count = len(mesh.vertices)
-        vertices = np.empty(count * 3, dtype=np.float64)
-        mesh.vertices.foreach_get("co", vertices)
-        mesh.calc_loop_triangles()
-        triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
-        mesh.loop_triangles.foreach_get("vertices", triangles)
-    finally:
-        if mesh is not obj.data:
-            evaluated.to_mesh_clear()
-    return vertices.reshape(-1, 3), triangles.reshape(-1, 3)
+def _evaluated_mesh(obj, depsgraph):
+    """(mesh, release): the evaluated mesh (modifiers and shape keys applied) when the object
+    has either, else its own mesh; call `release()` when done."""
+    if (not obj.modifiers and obj.data.shape_keys is None) or depsgraph is None:
+        return obj.data, lambda: None
+    evaluated = obj.evaluated_get(depsgraph)
+    return evaluated.to_mesh(), evaluated.to_mesh_clear
+
+
+def _triangles(mesh) -> np.ndarray:
+    mesh.calc_loop_triangles()
+    triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
+    mesh.loop_triangles.foreach_get("vertices", triangles)
+    return triangles.reshape(-1, 3)
 
 
 def local_fits(obj, depsgraph=None) -> list:
-    """The fits standing for `obj`'s mesh in its own frame (cached while its vertices stay)."""
+    """The fits standing for `obj`'s mesh in its own frame, refitted only when its vertices (or
+    its shape choice) change: each frame reads the vertices once and hashes them."""
+    return _keyed_fits(obj, depsgraph)[1]
+
+
+def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
     from ..core.model.obstacle_shapes import fit_local
 
-    vertices, triangles = _local_vertices(obj, depsgraph)
-    shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
-    key = (obj.data.name, shape, len(vertices), hash(vertices.tobytes()), hash(triangles.tobytes()))
-    return _FITS.get_or_build(key, lambda: fit_local(vertices, shape, triangles if len(triangles) else None,
-                                                     what=f"obstacle '{obj.name}'"))
+    mesh, release = _evaluated_mesh(obj, depsgraph)
+    try:
+        vertices = np.empty(len(mesh.vertices) * 3, dtype=np.float64)
+        mesh.vertices.foreach_get("co", vertices)
+        vertices = vertices.reshape(-1, 3)
+        shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
+        key = (obj.name, shape, len(vertices), len(mesh.polygons), hash(vertices.tobytes()))
+        fits = _FITS.get(key)
+        if fits is None:
+            triangles = _triangles(mesh)
+            fits = fit_local(vertices, shape, triangles if len(triangles) else None, what=f"obstacle '{obj.name}'")
+            _FITS.put(key, fits)
+    finally:
+        release()
+    return key, fits
 
 
 def world_primitives(collection, rig, depsgraph=None) -> tuple[list, list[str]]:
@@ -89,10 +104,14 @@ def world_primitives(collection, rig, depsgraph=None) -> tuple[list, list[str]]:
     primitives, names = [], []
     for obj in obstacle_objects(collection):
         matrix = to_root @ np.array(obj.matrix_world, dtype=float)
-        for fit in local_fits(obj, depsgraph):
-            placed = place(fit, matrix, obj.name)
-            primitives += placed
-            names += [obj.name] * len(placed)
+        fit_key, fits = _keyed_fits(obj, depsgraph)
+        key = (fit_key, matrix.tobytes())
+        placed = _PLACED.get(key)
+        if placed is None:  # moved, or refitted: place again (a still obstacle costs a lookup)
+            placed = [primitive for fit in fits for primitive in place(fit, matrix, obj.name)]
+            _PLACED.put(key, placed)
+        primitives += placed
+        names += [obj.name] * len(placed)
     return primitives, names
 
 

@@ -17,6 +17,8 @@ from .ik_sections import PANEL, _NeedsTarget
 
 #: The collection Obstacles from Selection fills (made on first use), per rig.
 OBSTACLES_SUFFIX = " obstacles"
+#: Obstacles whose shape choice the section lists (the rest are counted).
+SHAPES_SHOWN = 8
 
 
 def _solver(context):
@@ -88,7 +90,7 @@ class KINEMA_PT_ik_avoid_collisions(_NeedsTarget, SidebarPanel, bpy.types.Panel)
     bl_options = {"DEFAULT_CLOSED"}  # noqa: RUF012 -- Blender reads a set
 
     def draw(self, context):
-        from ..blender.collisions import model_collection
+        from ..blender.collisions import model_collection, obstacle_objects
         from ..nodes.solver import draw_avoid
 
         layout = self.layout
@@ -97,6 +99,13 @@ class KINEMA_PT_ik_avoid_collisions(_NeedsTarget, SidebarPanel, bpy.types.Panel)
         if solver is None:
             return
         draw_avoid(solver, layout, with_collection=True)
+        obstacles = obstacle_objects(solver.obstacles)
+        if obstacles:
+            column = layout.column(align=True)
+            for obj in obstacles[:SHAPES_SHOWN]:  # how each mesh is approximated
+                column.prop(obj, "kinema_collision_shape", text=obj.name)
+            if len(obstacles) > SHAPES_SHOWN:
+                column.label(text=f"and {len(obstacles) - SHAPES_SHOWN} more")
         layout.operator("kinema.obstacles_from_selection", icon="RESTRICT_SELECT_OFF")
         shown = model_collection(rig) is not None
         layout.operator("kinema.toggle_collision_model", text="Show Collision Model", icon="MESH_CAPSULE", depress=shown)

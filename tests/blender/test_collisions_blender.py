@@ -26,7 +26,9 @@ def ur10_with_target(bpy, rotation_weight=1.0):
     rig = import_rig(bpy, UR10)
     pose_rig(bpy, rig, UR_HOME)
     tree, target, solver = add_target(bpy, rig, "tool0")
-    solver.use_own_budget = False  # the Preferences' 33 ms frame budget
+    # A budget well above a frame's solve on a loaded machine, so Live IK never pauses mid-test;
+    # the avoiding solve stops trying after four budgets.
+    solver.use_own_budget, solver.budget_ms = True, 500.0
     target.rotation_weight = rotation_weight
     return rig, tree, target, solver
 
@@ -92,9 +94,27 @@ def test_the_solver_node_takes_an_obstacle_collection_and_the_panel_section_sets
     assert {("avoid_self", "KinemaSolverNode"), ("avoid_world", "KinemaSolverNode"), ("margin_mm", "KinemaSolverNode"),
             ("ground", "KinemaSolverNode"), ("default_value", "NodeSocketCollection")} <= props
     assert {"kinema.obstacles_from_selection", "kinema.toggle_collision_model"} <= set(layout.operators())
+    assert ("kinema_collision_shape", "") in {(c[2], getattr(c[1], "bl_idname", "")) for c in layout.calls if c[0] == "prop"}
+    crate.kinema_collision_shape = "SPHERE"  # the mesh's own choice: a sphere now holds the crate
+    world = evaluator.frame_inputs(tree, evaluator.program_for(tree), step, 1).values[step.node]["world"]
+    (ball,) = world.obstacles
+    assert type(ball).__name__ == "Sphere" and np.linalg.norm(vertices - ball.center, axis=1).max() <= ball.radius + 1e-6
     node_layout = draw_node(solver)
     assert {"avoid_self", "avoid_world", "margin_mm", "ground"} <= {c[2] for c in node_layout.calls if c[0] == "prop"}
 
+    # the ground switch: the plane the rig stands on joins the world (a raised rig gets a ground box)
+    solver.ground = True
+    world = evaluator.frame_inputs(tree, evaluator.program_for(tree), step, 1).values[step.node]["world"]
+    assert world.ground and world.names == ("Crate",)
+    rig.location.z = 0.4
+    bpy.context.view_layer.update()
+    world = evaluator.frame_inputs(tree, evaluator.program_for(tree), step, 1).values[step.node]["world"]
+    assert not world.ground and world.names == ("Crate", "ground")
+    ground = world.obstacles[1]
+    top = np.array(ground.pose[2]) + ground.size[2] / 2
+    assert top == pytest.approx(-0.4, abs=1e-6)  # float32 location; world Z = 0 is 0.4 m below the rig's root
+    rig.location.z = 0.0
+    solver.ground = False
     # switching World off leaves the collection on the node but avoids nothing
     solver.avoid_world = False
     assert evaluator.program_for(tree).steps[0].options.avoid is None
@@ -112,16 +132,22 @@ def test_a_goal_inside_an_obstacle_stops_short_and_the_readout_names_the_obstacl
     wall = add_cube(bpy, "Wall", 0.2, tuple(goal))  # the goal is inside the wall
     meshes = RobotMeshes(robot)
     assert mesh_distance(meshes, np.array(UR_HOME), fcl_obstacles(bpy, rig, [wall]))[0] > 0.05  # the arm starts clear
-    collection = bpy.data.collections.new("Cell")
-    bpy.context.scene.collection.children.link(collection)
-    collection.objects.link(wall)
-    solver.obstacles = collection
     bone = rig.pose.bones[target.control_bone]
     from mathutils import Matrix
 
     pose = np.eye(4)
     pose[:3, 3] = goal
     bone.matrix = Matrix(pose.tolist())
+    bpy.context.view_layer.update()
+    bpy.context.scene.frame_set(1)
+    assert solver.summary.startswith("converged")  # no obstacles yet: the plain (compiled, warm) live solve reaches it
+    solver.live = False
+    pose_rig(bpy, rig, UR_HOME)  # back where the arm is clear of the wall
+    collection = bpy.data.collections.new("Cell")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(wall)
+    solver.obstacles = collection
+    solver.live = True
     bpy.context.view_layer.update()
     bpy.context.scene.frame_set(1)
 
