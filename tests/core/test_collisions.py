@@ -328,3 +328,25 @@ def test_clearance_names_the_pairs(robots):
     assert found.pairs and all(b == "ball" for _, b, _ in found.pairs)
     assert math.isclose(found.min_m, min(d for _, _, d in found.pairs))
     assert found.describe(found.pairs[0]).endswith("vs obstacle ball")
+
+
+def test_every_entry_point_avoids(robots):
+    """solve_many (the bake's frame-by-frame path) and prepare(...).solve (live IK) take the
+    avoiding solve too (a blocked solve runs to its time budget, so answers agree in verdict
+    and reason, not bit for bit)."""
+    from kinema_nodes.core.solve import prepare, solve_many
+
+    robot = robots("panda")
+    options = SolveOptions(backend="numpy", avoid=C.Avoid(True, WALL, 0.005))
+    goals = [IKTarget(robot.tool_point, (0.55 + 0.05 * k, 0.0, 0.4), (0.0, 1.0, 0.0, 0.0)) for k in range(3)]
+    start = robot.zero_configuration()
+    many = solve_many(robot, goals, start, options)
+    current = start
+    for goal, result in zip(goals, many):
+        alone = solve(robot, goal, current, options)
+        assert result.min_clearance_m is not None and result.min_clearance_m >= 0
+        assert result.converged == alone.converged and result.reason.split(":")[0] == alone.reason.split(":")[0]
+        current = result.joints
+    prepared = prepare(robot, [robot.tool_point], options)
+    answer = prepared.solve([goals[0].position], [goals[0].wxyz], start)
+    assert answer.min_clearance_m is not None and answer.reason.split(":")[0] == many[0].reason.split(":")[0]

@@ -163,6 +163,10 @@ def _within(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float)
 
 
 def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResult:
+    if options.avoid is not None:  # solve_many's frame-by-frame path
+        from ..stages.collisions import solve_avoiding
+
+        return solve_avoiding(robot, targets, start, options, solve)
     target_arrays, start, problem = _checked(robot, targets, start, options)
     backend, fallback_reason = _choose_backend(options, robot, len(problem.free))
     q_raw = None
@@ -251,6 +255,8 @@ def batch_unavailable(robot, links: Sequence[str], options: SolveOptions, weight
         return f"the {options.backend} backend solves frame by frame"
     if options.cold:
         return "cold solves try their seeds frame by frame"
+    if options.avoid is not None:
+        return "collision avoidance solves frame by frame"
     links = tuple(robot.check_link(link) for link in links)
     too_large = pyroki_size_reason(robot)
     if too_large:
@@ -380,7 +386,7 @@ class PreparedSolve:
         self.links = probe.links
         self.problem = problem_for(robot, self.links, frozenset(options.held_joints))
         backend, _ = _choose_backend(options, robot, len(self.problem.free))
-        self.fast = backend == "numpy" and not options.cold and len(self.problem.free) > 0
+        self.fast = backend == "numpy" and not options.cold and options.avoid is None and len(self.problem.free) > 0
         if self.fast:
             from ._numpy_backend import kernel_chain
             from ._posture import redundancy
