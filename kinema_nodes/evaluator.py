@@ -173,10 +173,15 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
     values[step.node] = {"posture": _posture(solver, step.robot, frame, start)}
     if step.options.avoid is not None and step.options.avoid.world is None:  # obstacles where this frame has them
         from .blender.collisions import world_for
+        from .core.errors import KinemaError
 
-        world = world_for(solver, rig)
-        if world is not None:
-            values[step.node]["world"] = world
+        try:
+            world = world_for(solver, rig)
+        except KinemaError as exc:  # an obstacle that cannot be read: the frame is not solved (program.run_step says why)
+            values[step.node]["world_error"] = str(exc)
+        else:
+            if world is not None:
+                values[step.node]["world"] = world
     return FrameInputs(frame, controls, {step.rig: start}, links, values)
 
 

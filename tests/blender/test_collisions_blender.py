@@ -307,3 +307,31 @@ def test_the_viewport_toggle_shows_the_collision_model_on_the_bones_and_removes_
 
     assert {"REGISTER", "UNDO"} <= set(KINEMA_OT_toggle_collision_model.bl_options)
     assert bpy.ops.kinema.toggle_collision_model() == {"FINISHED"} and len(model_collection(rig).objects) == len(model.links)
+
+
+def test_an_obstacle_with_a_nan_vertex_stops_the_solve_with_one_line_and_leaves_the_rig(blender):
+    bpy = blender
+    from kinema_nodes.blender.rig import read_joint_values
+
+    rig, tree, target, solver = ur10_with_target(bpy)
+    robot = robot_of(rig)
+    crate = add_cube(bpy, "Crate", 0.2, (2.0, 2.0, 0.5))
+    collection = bpy.data.collections.new("Cell")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(crate)
+    solver.obstacles = collection
+    crate.data.vertices[3].co = (float("nan"), 0.0, 0.0)
+    crate.data.update()
+    before = read_joint_values(rig, robot)
+    bone = rig.pose.bones[target.control_bone]
+    bone.location.x += 0.05  # a move the solver would follow
+    bpy.context.view_layer.update()
+    bpy.context.scene.frame_set(1)
+    message = "cannot solve: obstacle 'Crate': a vertex is not finite (NaN or inf)"
+    assert solver.summary == message  # the readout says why, in one line...
+    from kinema_nodes import evaluator
+
+    (result,) = evaluator.run_tree(tree, force=True)
+    assert result.joints is None and result.summary == message
+    after = read_joint_values(rig, robot)
+    assert np.all(np.isfinite(after)) and np.allclose(after, before, atol=1e-6)  # ...and the rig did not move

@@ -183,6 +183,9 @@ class Program:
             start = robot.zero_configuration()
         if step.backend == "off":
             return StepResult(step.node, step.rig, None, links, "solver off: the rig follows its FK sliders")
+        world_error = (inputs.values.get(step.node) or {}).get("world_error")
+        if world_error:  # solving without an obstacle the user asked to avoid would go through it
+            return StepResult(step.node, step.rig, None, links, f"cannot solve: {world_error}")
         goals = []
         for target, link in zip(step.targets, links):
             if link not in robot.links:
