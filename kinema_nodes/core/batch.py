@@ -3,8 +3,9 @@ shot as one `kinema-nodes bake` process.
 
 bpy-free and dask-free: the CLI spreads `run_shot` over a Dask cluster, Flamenco's job type
 (flamenco/kinema_bake.js) turns the same manifest into one task per shot. A shot is a
-subprocess because Blender's module cannot hold two scenes in one process, and because a
-process that dies takes only its own shot with it.
+process of its own because Blender's module cannot hold two scenes in one process, and because
+a process that dies takes only its own shot with it: a fork of the worker's warm interpreter
+(`ShotServer`), or a brand-new Python.
 
 The manifest is JSON: a list of shots, or {"defaults": {...}, "shots": [...]} where defaults
 fill any key a shot leaves out. Paths are relative to the manifest's folder.
@@ -12,12 +13,14 @@ fill any key a shot leaves out. Paths are relative to the manifest's folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -240,25 +243,93 @@ def last_line(text: str) -> str:
     return line.removeprefix("kinema-nodes: error: ")
 
 
-def run_shot(arguments: list[str], timeout: float | None = None) -> dict:
-    """Run one `kinema-nodes bake` in a fresh process; its JSON (or its one-line error) back.
+def _result(rc, stdout: str, stderr: str, timeout) -> dict:
+    if rc == "timeout":
+        return {"rc": 1, "payload": None, "error": f"bake ran past {timeout} s and was stopped", "pid": os.getpid()}
+    payload = None
+    try:
+        payload = json.loads(stdout) if stdout.strip() else None
+    except ValueError:
+        payload = None
+    error = None if rc in (0, 3) else (last_line(stderr) or f"bake exited with code {rc}")
+    return {"rc": rc, "payload": payload, "error": error, "pid": os.getpid()}
 
-    Returns {"rc", "payload" (the bake's JSON or None), "error" (stderr's last line or None),
-    "pid" (the process that ran this task, e.g. a Dask worker)}."""
+
+class ShotServer:
+    """This worker's warm interpreter (`kinema_nodes.cli.batch.serve_shots`): Blender's module and
+    the robot libraries imported once, each shot a fork of it. Started at the first shot; None
+    answers mean "run this shot as a fresh process instead" (no fork here, the server could not
+    start, or it died)."""
+
+    def __init__(self):
+        self.process = None
+        self.failed = not hasattr(os, "fork")
+        self.lock = threading.Lock()
+
+    def _start(self) -> bool:
+        command = [sys.executable, "-c", "from kinema_nodes.cli.batch import serve_shots; serve_shots()"]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        try:
+            ready = json.loads(self.process.stdout.readline() or "{}")
+        except ValueError:
+            ready = {}
+        if not ready.get("ready"):
+            self.stop()
+            self.failed = True
+            return False
+        return True
+
+    def run(self, arguments: list[str], timeout: float | None, label: str) -> dict | None:
+        with self.lock:
+            if self.failed:
+                return None
+            if (self.process is None or self.process.poll() is not None) and not self._start():
+                return None
+            try:
+                self.process.stdin.write(json.dumps({"arguments": [*arguments, "--json"], "timeout": timeout, "label": label}) + "\n")
+                self.process.stdin.flush()
+                answer = json.loads(self.process.stdout.readline())
+            except (OSError, ValueError):
+                self.stop()
+                return None
+        return _result(answer["rc"], answer["stdout"], answer["stderr"], timeout)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+
+_SERVER = ShotServer()
+
+
+def run_shot(arguments: list[str], timeout: float | None = None, warm: bool = True, label: str = "shot") -> dict:
+    """Run one `kinema-nodes bake`; its JSON (or its one-line error) back.
+
+    `warm`: forked from this worker's `ShotServer` (a copy of an interpreter that has imported
+    Blender and the robot libraries, nothing else), else, or where that cannot run, a brand-new
+    process. Returns {"rc", "payload" (the bake's JSON or None), "error" (stderr's last line or
+    None), "pid" (the process that ran this task, e.g. a Dask worker), "warm"}."""
+    if warm:
+        result = _SERVER.run(arguments, timeout, label)
+        if result is not None:
+            return {**result, "warm": True}
     command = [sys.executable, "-m", "kinema_nodes", *arguments, "--json"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False, env=env,
                               preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
     except subprocess.TimeoutExpired:
-        return {"rc": 1, "payload": None, "error": f"bake ran past {timeout} s and was stopped", "pid": os.getpid()}
-    payload = None
-    try:
-        payload = json.loads(done.stdout) if done.stdout.strip() else None
-    except ValueError:
-        payload = None
-    error = None if done.returncode in (0, 3) else (last_line(done.stderr) or f"bake exited with code {done.returncode}")
-    return {"rc": done.returncode, "payload": payload, "error": error, "pid": os.getpid()}
+        return {**_result("timeout", "", "", timeout), "warm": False}
+    return {**_result(done.returncode, done.stdout, done.stderr, timeout), "warm": False}
 
 
 def shot_summary(shot: Shot, result: dict | None, skipped: bool = False) -> dict:
@@ -269,4 +340,5 @@ def shot_summary(shot: Shot, result: dict | None, skipped: bool = False) -> dict
     status = payload.get("status") if result["rc"] in (0, 3) and payload else "failed"
     return {"name": shot.name, "status": status, "out": str(shot.out), "frames": payload.get("frames"),
             "converged": payload.get("converged"), "flagged": len(payload.get("flagged") or []),
-            "seconds": payload.get("seconds"), "error": result.get("error"), "rc": result["rc"], "worker_pid": result.get("pid")}
+            "seconds": payload.get("seconds"), "error": result.get("error"), "rc": result["rc"], "worker_pid": result.get("pid"),
+            "warm": result.get("warm")}
