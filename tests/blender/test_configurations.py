@@ -1,21 +1,18 @@
-"""Find Solutions: every distinct in-limit configuration, against the UR5's closed form, and
-the Configuration section in real Blender (stepping writes joint values only)."""
+"""Find Solutions and ◀ ▶ in real Blender, through the tree's Configuration-Select node, and the
+`configs` command. The search itself (against the UR5's closed form) is tested in
+tests/core/test_configurations.py."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kinema_nodes.core.stages.configurations import find_configurations, nearest_representative, same_branch
+from kinema_nodes.core.stages.configurations import same_branch
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion
 from kinema_nodes.core.solve import IKTarget, SolveOptions
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from ur_analytic import UrOracle
 
 NUMPY = SolveOptions(backend="numpy")
 
@@ -23,80 +20,6 @@ NUMPY = SolveOptions(backend="numpy")
 def _target(robot, q, link):
     pose = link_pose(robot, np.asarray(q, dtype=float), link)
     return IKTarget(link, tuple(pose[:3, 3]), tuple(matrix_to_quaternion(pose[:3, :3]))), pose
-
-
-def _distinct(robot, configurations):
-    unique = []
-    for q in configurations:
-        if not any(same_branch(robot, q, other) for other in unique):
-            unique.append(q)
-    return unique
-
-
-@pytest.mark.parametrize("name, flange", [("ur5", "tool0"), ("arm6", "flange")])
-def test_find_solutions_recovers_every_closed_form_branch_of_the_ur5(robots, name, flange):
-    robot = robots(name)
-    oracle = UrOracle(robot, flange)
-    rng = np.random.default_rng(11)
-    for q in robot.random_configurations(3, rng):
-        target, pose = _target(robot, q, flange)
-        found = find_configurations(robot, [target], q, NUMPY)
-        truth = _distinct(robot, [np.clip(s, robot.lower, robot.upper) for s in oracle.solutions(pose)])
-        assert len(truth) >= 2
-        for branch in truth:
-            assert any(same_branch(robot, branch, c.joints) for c in found), (q, branch)
-        # no duplicates, each one reaches, within limits
-        for i, a in enumerate(found):
-            assert a.position_error <= 1e-5 and a.rotation_error <= 1e-5
-            assert np.all(a.joints >= robot.lower - 1e-12) and np.all(a.joints <= robot.upper + 1e-12)
-            assert not any(same_branch(robot, a.joints, b.joints) for b in found[:i])
-        assert len(found) == len(truth)
-
-
-def test_configurations_are_ordered_by_distance_and_the_current_one_is_marked(robots):
-    robot = robots("ur5")
-    q = np.array([0.4, -1.1, 1.3, -0.9, 1.2, 0.3])
-    target, _ = _target(robot, q, "tool0")
-    found = find_configurations(robot, [target], q, NUMPY)
-    assert found[0].current and sum(c.current for c in found) == 1
-    assert np.abs(found[0].joints - q).max() <= 1e-12
-    distances = [c.distance for c in found]
-    assert distances == sorted(distances)
-
-
-def test_multi_turn_joints_are_compared_modulo_two_pi(robots):
-    robot = robots("ur5")
-    q = np.array([0.4, -1.1, 1.3, -0.9, 1.2, 0.3])
-    turned = q.copy()
-    turned[0] += 2 * np.pi - 1e-3
-    assert same_branch(robot, q, turned)
-    assert np.abs(nearest_representative(robot, turned, q) - q).max() < 2e-3
-
-
-def test_unreachable_target_has_no_configurations(robots):
-    robot = robots("ur5")
-    far = IKTarget("tool0", (3.0, 0.0, 0.5), (1.0, 0.0, 0.0, 0.0))
-    assert find_configurations(robot, [far], robot.zero_configuration(), NUMPY, max_rounds=2) == []
-
-
-def test_redundant_arm_branches_are_compared_at_the_current_swivel(robots):
-    from kinema_nodes.core.stages.swivel import swivel_angle
-
-    robot = robots("arm7")
-    q = np.array([0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.02])
-    target, _ = _target(robot, q, "flange")
-    found = find_configurations(robot, [target], q, NUMPY)
-    assert len(found) >= 2 and found[0].current
-    held = frozenset({"finger_joint"})
-    reference = swivel_angle(robot, "flange", q, held)
-    for c in found:
-        assert c.joints[-1] == q[-1]  # the finger is held
-        assert c.position_error <= 1e-5 and c.rotation_error <= 1e-5
-    # every other configuration is a different branch, not the current one swung round
-    for c in found[1:]:
-        assert not same_branch(robot, c.joints, q)
-        swung = abs((swivel_angle(robot, "flange", c.joints, held) - reference + np.pi) % (2 * np.pi) - np.pi)
-        assert np.isfinite(swung)
 
 
 # ---- in Blender ---------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """Several ways to reach one pose: every distinct in-limit configuration for a target.
 
-How solutions are found: damped least squares from many seeds side by side (the current pose
-first, then seeds drawn uniformly within the limits, a fixed random stream so the same
-request always gives the same answer), in rounds, until a round adds no new branch. On a
-6-axis arm each new branch also seeds its shoulder, elbow and wrist flips in the next round.
+How solutions are found: the compiled LM kernel (`core.solve.descend_batch`) from many seeds
+in one batch per round (the current pose first, then seeds drawn uniformly within the limits,
+a fixed random stream so the same request always gives the same answer), until a round adds
+no new branch. On an arm without a spare joint each new branch also seeds its shoulder, elbow
+and wrist flips, and every combination of them, in the next round; a flip that negates the
+elbow or the wrist's middle joint first settles with that joint held, so it starts beside
+the other branch instead of running into a limit.
 
 What "distinct" means (a different branch, not a nearby point):
 - Joints that can turn a full revolution or more (continuous joints, and revolute joints whose
@@ -20,7 +23,8 @@ What "distinct" means (a different branch, not a nearby point):
   limits allow) and only then compared, so what remains are different branches of the
   shoulder, elbow and wrist at the same elbow swivel. A family whose limits keep it from that
   swivel is shown once per sign pattern of its shoulder, elbow and wrist joints (2nd, 4th and
-  6th revolute joints) and side, at the end nearest the current swivel.
+  6th revolute joints) and side, at the end nearest the current swivel, once a long swing
+  has shown that it truly cannot reach it.
 
 Ordered by distance from the current pose (Euclidean, on the representatives); the
 configuration that is the current pose is marked `current`.
@@ -37,11 +41,20 @@ from ..model.robot import RobotModel
 
 #: Largest joint difference (rad, or m for prismatic joints) between two solutions of one branch.
 DISTINCT_RAD = 0.05
-#: Seeds per round, and most rounds; the search stops early after a round with no new branch.
-SEEDS_PER_ROUND = 48
+#: Random seeds per round (arms without a spare joint, and redundant arms), and most rounds;
+#: the search stops early after a round with no new branch.
+SEEDS_PER_ROUND = 16
+SEEDS_PER_ROUND_REDUNDANT = 48
 MAX_ROUNDS = 6
 MIN_ROUNDS = 2
-ITERATIONS = 80
+#: Most kernel iterations per descent (a seed that stops improving stops sooner).
+ITERATIONS = 40
+#: Iterations a flip seed settles with its flipped joint held (`_settle_flips`), and how near
+#: (rad) a settled seed may come to a branch already found before it is dropped.
+SETTLE_ITERATIONS = 6
+SETTLED_KNOWN = 0.1
+#: Iterations of the long swing that decides whether a family's end truly misses the swivel.
+END_ITERATIONS = 150
 #: A redundant arm's solution within this of the reference swivel (rad) reached it.
 SWIVEL_REACHED = 1e-3
 #: Found sets kept for the Configuration-Select node (per robot, targets, held joints, swivel).
@@ -77,21 +90,44 @@ def same_branch(robot: RobotModel, a: np.ndarray, b: np.ndarray, tolerance: floa
 
 
 def nearest_representative(robot: RobotModel, q: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """q with each wrapping joint moved by whole turns to the value nearest `reference` that
-    is still within its limits."""
+    """q (n,) or a batch (B, n) with each wrapping joint moved by whole turns to the value
+    nearest `reference` that is still within its limits."""
     q = np.array(q, dtype=float)
     reference = np.asarray(reference, dtype=float)
-    for i in np.flatnonzero(wraps(robot)):
-        candidate = reference[i] + ((q[i] - reference[i] + np.pi) % (2 * np.pi) - np.pi)
-        options = candidate + 2 * np.pi * np.arange(-2, 3)
-        inside = options[(options >= robot.lower[i] - 1e-9) & (options <= robot.upper[i] + 1e-9)]
-        if len(inside):
-            q[i] = inside[np.argmin(np.abs(inside - reference[i]))]
+    columns = np.flatnonzero(wraps(robot))
+    if len(columns):
+        turns = 2 * np.pi * np.arange(-2, 3)
+        near = reference[columns] + ((q[..., columns] - reference[columns] + np.pi) % (2 * np.pi) - np.pi)
+        options = near[..., None] + turns  # (..., w, 5)
+        inside = (options >= robot.lower[columns, None] - 1e-9) & (options <= robot.upper[columns, None] + 1e-9)
+        best = np.argmin(np.where(inside, np.abs(options - reference[columns, None]), np.inf), axis=-1)
+        chosen = np.take_along_axis(options, best[..., None], axis=-1)[..., 0]
+        q[..., columns] = np.where(inside.any(axis=-1), chosen, q[..., columns])
     return np.clip(q, robot.lower, robot.upper)
 
 
 def _held(robot: RobotModel, options, hold_prismatic: bool) -> frozenset[str]:
     return frozenset(options.held_joints) | robot.held_joints(hold_slides=hold_prismatic)
+
+
+def _new_branches(robot: RobotModel, candidates: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """The candidates (m, n) that are a branch neither of `found` (f, n) nor of an earlier
+    candidate: one comparison over all pairs, then a greedy pass in order."""
+    return candidates[_new_branch_rows(robot, candidates, found)]
+
+
+def _new_branch_rows(robot: RobotModel, candidates: np.ndarray, found: np.ndarray, tolerance: float = DISTINCT_RAD) -> list[int]:
+    """`_new_branches`, as row indices of `candidates`, `tolerance` apart."""
+    if not len(candidates):
+        return []
+    apart = lambda a, b: np.max(np.abs(branch_difference(robot, a[:, None], b[None])), axis=-1) > tolerance  # noqa: E731
+    fresh = apart(candidates, found).all(axis=1) if len(found) else np.ones(len(candidates), dtype=bool)
+    among = apart(candidates, candidates)
+    kept: list[int] = []
+    for i in np.flatnonzero(fresh):
+        if all(among[i, j] for j in kept):
+            kept.append(int(i))
+    return kept
 
 
 def find_configurations(
@@ -100,7 +136,7 @@ def find_configurations(
     current: np.ndarray,
     options=None,
     *,
-    seeds_per_round: int = SEEDS_PER_ROUND,
+    seeds_per_round: int | None = None,
     max_rounds: int = MAX_ROUNDS,
     rng_seed: int = 0,
     hold_prismatic: bool = True,
@@ -108,9 +144,13 @@ def find_configurations(
     """Every distinct in-limit configuration that reaches `targets` (IKTarget or list), ordered
     by distance from `current`, the current one marked. Empty when nothing reaches the target.
     Joints outside the chain and held joints (and, with `hold_prismatic`, every slide: rails
-    and fingers move by hand) keep their values from `current`."""
-    from ..solve import SolveOptions, check_start, check_targets, converged, problem_for
-    from .swivel import has_spare_joint, lm_batch, swivel_angle, swivel_links
+    and fingers move by hand) keep their values from `current`.
+
+    Every round's seeds go through the compiled kernel in one batch (`core.solve.descend_batch`):
+    the first round's are the current pose and, on an arm without a spare joint, its branch
+    flips; each round adds random seeds and the flips of what the round before found."""
+    from ..solve import SolveOptions, check_start, check_targets, converged, descend_batch, problem_for
+    from .swivel import has_spare_joint, swivel_links
 
     options = options or SolveOptions(backend="numpy")
     arrays = check_targets(robot, targets)
@@ -119,68 +159,85 @@ def find_configurations(
     problem = problem_for(robot, arrays.links, held)
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     spare = next((link for link in arrays.links if has_spare_joint(robot, link, held)), None)
-    swivel = None
+    if seeds_per_round is None:
+        seeds_per_round = SEEDS_PER_ROUND if spare is None else SEEDS_PER_ROUND_REDUNDANT
+
+    def descend(seeds, swivel=None):
+        q, errors, _, _, _ = descend_batch(problem, seeds, arrays, tol_p, tol_r, ITERATIONS,
+                                           swivel_links=None if swivel is None else swivel_at[0], swivel=swivel)
+        return q, converged(errors, arrays.weights, tol_p, tol_r)
+
+    def swivel_miss(q, wanted):
+        # The kernel's own swivel residual at q (no step taken): wanted - angle, wrapped.
+        return -descend_batch(problem, q, arrays, tol_p, tol_r, 0, swivel_links=swivel_at[0], swivel=wanted)[2]
+
     signature = np.zeros(0, dtype=int)
     if spare is not None:
-        swivel = (robot, swivel_links(robot, spare, held), float(swivel_angle(robot, spare, current, held)))
+        swivel_at = (swivel_links(robot, spare, held), 0.0)
+        swivel_at = (swivel_at[0], float(swivel_miss(current[None], 0.0)[0]))
         revolute = [robot.joint_index(n) for n in robot.chain_joint_names(spare)
                     if n not in held and not robot.is_prismatic[robot.joint_index(n)]]
         signature = np.array([revolute[1], revolute[3], revolute[5]])
 
     rng = np.random.default_rng(rng_seed)
-    found: list[np.ndarray] = []
+    found = np.zeros((0, robot.dof))
     ends: dict[tuple, tuple[float, np.ndarray]] = {}  # redundant arms: families that cannot reach the swivel
     # Flip seeds help a 6-axis arm find branches with small basins; on a redundant arm (compared
     # at one swivel) they measured no better than random seeds and cost time, so they are off.
-    flips = _flip_groups(robot, problem, held) if swivel is None else []
-    pending: list[np.ndarray] = []  # flip seeds of what the last round found
+    flips = _flip_groups(robot, problem, held) if spare is None else []
+    pending = _Seeds(robot.dof)
+    pending.add(current, ())
     for round_index in range(max_rounds):
-        seeds = _random_seeds(problem, current, seeds_per_round, rng)
-        if pending:  # beside the random seeds, not instead of them
-            seeds = np.concatenate([seeds, np.array(pending)])
-            pending = []
-        if round_index == 0:
-            seeds[0] = current
-        q, errors, _ = lm_batch(problem, seeds, arrays, tol_p, tol_r, ITERATIONS)
-        q = q[converged(errors, arrays.weights, tol_p, tol_r)]
+        seeds, holds = pending.take()
+        seeds = _settle_flips(robot, arrays, held, seeds, holds, tol_p, tol_r)
+        # A settled flip already on a branch found (or on another settled flip) adds nothing.
+        seeds = seeds[_new_branch_rows(robot, seeds, found, SETTLED_KNOWN)]
+        seeds = np.concatenate([seeds, _random_seeds(problem, current, seeds_per_round, rng)])
+        q, ok = descend(seeds)
+        q = q[ok]
         misses = np.zeros(len(q))
-        if swivel is not None and len(q):
-            wanted = np.full(len(q), swivel[2])
-            q, _, _ = lm_batch(problem, q, arrays, tol_p, tol_r, ITERATIONS, (swivel[0], swivel[1], wanted))
-            q, errors_swung, _ = lm_batch(problem, q, arrays, tol_p, tol_r, ITERATIONS)  # the tool has the last word
-            q = q[converged(errors_swung, arrays.weights, tol_p, tol_r)]
-            misses = ((swivel_angle(robot, spare, q, held) - swivel[2] + np.pi) % (2 * np.pi) - np.pi) if len(q) else misses[:0]
+        if spare is not None and len(q):
+            # Swing each solution to the current pose's swivel, then let the tool have the last word.
+            q, _ = descend(q, np.full(len(q), swivel_at[1]))
+            q, ok = descend(q)
+            q = q[ok]
+            misses = swivel_miss(q, swivel_at[1]) if len(q) else misses[:0]
+        q = nearest_representative(robot, q, current)
         added = 0
-        for candidate, miss in zip(q, misses):
-            candidate = nearest_representative(robot, candidate, current)
-            if abs(miss) > SWIVEL_REACHED:
-                # One family, many end points (where the seed's descent stopped): keep one per
-                # branch sign pattern (shoulder, elbow, wrist joints) and side, the nearest swivel.
-                key = (*np.sign(candidate[signature]).astype(int), int(np.sign(miss)))
-                if key not in ends:
-                    added += 1
-                if key not in ends or abs(miss) < ends[key][0]:
-                    ends[key] = (abs(miss), candidate)
-                continue
-            if any(same_branch(robot, candidate, other) for other in found):
-                continue
-            found.append(candidate)
-            pending.extend(_flipped(robot, candidate, flips))
-            added += 1
+        for candidate, miss in zip(q[np.abs(misses) > SWIVEL_REACHED], misses[np.abs(misses) > SWIVEL_REACHED]):
+            # One family, many end points (where the seed's descent stopped): keep one per
+            # branch sign pattern (shoulder, elbow, wrist joints) and side, the nearest swivel.
+            key = (*np.sign(candidate[signature]).astype(int), int(np.sign(miss)))
+            added += key not in ends
+            if key not in ends or abs(miss) < ends[key][0]:
+                ends[key] = (abs(miss), candidate)
+        fresh = _new_branches(robot, q[np.abs(misses) <= SWIVEL_REACHED], found)
+        found = np.concatenate([found, fresh])
+        for branch in fresh:
+            for seed, flip in zip(_flipped(robot, branch, flips), flips):
+                pending.add(seed, flip[2])
+        added += len(fresh)
         if round_index + 1 >= MIN_ROUNDS and added == 0:
             break
-    for _, candidate in ends.values():
-        if not any(same_branch(robot, candidate, other) for other in found):
-            found.append(candidate)
-    if not found:
+    if ends:
+        # A family's end is a configuration of its own only if its swivel truly cannot reach the
+        # current one: a descent that stalled short of it is given a long swing first, and what
+        # then reaches the swivel is compared like any other branch.
+        last = np.array([c for _, c in ends.values()])
+        swung, _, _, _, _ = descend_batch(problem, last, arrays, tol_p, tol_r, END_ITERATIONS, swivel_links=swivel_at[0],
+                                          swivel=np.full(len(last), swivel_at[1]), stall_window=0)
+        swung, ok = descend(swung)
+        reaches = ok & (np.abs(swivel_miss(swung, swivel_at[1])) <= SWIVEL_REACHED)
+        last[reaches] = nearest_representative(robot, swung[reaches], current)
+        found = np.concatenate([found, _new_branches(robot, last[reaches], found)])
+        found = np.concatenate([found, _new_branches(robot, last[~reaches], found)])
+    if not len(found):
         return []
-    joints = np.array(found)
-    errors, _, _ = problem.residual(joints, arrays.rotations, arrays.positions, with_jacobian=False)
-    errors_of = errors
+    errors, _, _ = problem.residual(found, arrays.rotations, arrays.positions, with_jacobian=False)
     current_reaches = bool(converged(problem.residual(current[None], arrays.rotations, arrays.positions, with_jacobian=False)[0],
                                       arrays.weights, tol_p, tol_r)[0])
     result = []
-    for q, err in zip(joints, errors_of):
+    for q, err in zip(found, errors):
         distance = float(np.linalg.norm(q - current))
         is_current = current_reaches and same_branch(robot, q, current)
         if is_current:
@@ -190,25 +247,33 @@ def find_configurations(
     return result
 
 
+def wrap_angle(angle):
+    return (np.asarray(angle) + np.pi) % (2 * np.pi) - np.pi
+
+
 def _flip_groups(robot: RobotModel, problem, held) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """The classic branch flips of an arm, as (joints turned half a turn, joints negated):
     shoulder (1st and 3rd revolute joints +pi, 2nd negated), elbow (the joint after the shoulder
-    negated) and wrist (last three: 1st and 3rd +pi, 2nd negated). Exact for an arm whose
-    shoulder and wrist axes meet; for others (offsets, like the UR and the Panda) they are
-    seeds that land near the other branch, so the search finds it without waiting for a
-    random seed to fall into its basin."""
+    negated) and wrist (last three: 1st and 3rd +pi, 2nd negated), and every combination of
+    them. Exact for an arm whose shoulder and wrist axes meet; for others (offsets, like the UR
+    and the Panda) they are seeds that land near the other branch, so the search finds it
+    without waiting for a random seed to fall into its basin."""
     revolute = [int(i) for i in problem.free if not robot.is_prismatic[int(i)]]
     if len(revolute) < 6:
         return []
     shoulder, wrist = revolute[:3], revolute[-3:]
     elbow = revolute[3] if len(revolute) >= 7 else revolute[2]
-    return [((shoulder[0], shoulder[2]), (shoulder[1],)), ((), (elbow,)), ((wrist[0], wrist[2]), (wrist[1],)),
-            ((shoulder[0], shoulder[2], wrist[0], wrist[2]), (shoulder[1], wrist[1]))]
+    basic = [((shoulder[0], shoulder[2]), (shoulder[1],), ()), ((), (elbow,), (elbow,)), ((wrist[0], wrist[2]), (wrist[1],), (wrist[1],))]
+    combined = []
+    for mask in range(1, 8):
+        parts = [basic[i] for i in range(3) if mask >> i & 1]
+        combined.append(tuple(sum((p[k] for p in parts), ()) for k in range(3)))
+    return combined
 
 
 def _flipped(robot: RobotModel, q: np.ndarray, flips) -> list[np.ndarray]:
     seeds = []
-    for turned, negated in flips:
+    for turned, negated, _ in flips:
         seed = q.copy()
         for i in turned:  # half a turn toward the middle of the joint's range (continuous: either way)
             middle = 0.5 * (robot.lower[i] + robot.upper[i]) if np.isfinite(robot.upper[i] - robot.lower[i]) else seed[i] + 1.0
@@ -216,6 +281,39 @@ def _flipped(robot: RobotModel, q: np.ndarray, flips) -> list[np.ndarray]:
         for i in negated:
             seed[i] = -seed[i]
         seeds.append(np.clip(seed, robot.lower, robot.upper))
+    return seeds
+
+
+class _Seeds:
+    """The next round's seeds beside the random ones, each with the joints it holds while it
+    settles (`_settle_flips`)."""
+
+    def __init__(self, dof: int):
+        self.dof = dof
+        self.rows, self.holds = [], []
+
+    def add(self, seed, hold) -> None:
+        self.rows.append(seed)
+        self.holds.append(hold)
+
+    def take(self):
+        taken = (np.array(self.rows).reshape(-1, self.dof), self.holds)
+        self.rows, self.holds = [], []
+        return taken
+
+
+def _settle_flips(robot, arrays, held, seeds, holds, tol_p, tol_r) -> np.ndarray:
+    """A flip negates the elbow or the wrist's middle joint, exactly what the other branch has
+    on an arm like the UR; the joints around it do not follow. Holding the flipped joint, the
+    others settle first (one short descent per kind of flip), so the free descent starts beside
+    the other branch, not at a limit it would run into."""
+    from ..solve import descend_batch, problem_for
+
+    seeds = seeds.copy()
+    for hold in set(holds) - {()}:
+        rows = [i for i, h in enumerate(holds) if h == hold]
+        problem = problem_for(robot, arrays.links, held | {robot.actuated_joint_names[i] for i in hold})
+        seeds[rows] = descend_batch(problem, seeds[rows], arrays, tol_p, tol_r, SETTLE_ITERATIONS)[0]
     return seeds
 
 
