@@ -110,6 +110,9 @@ ROOTS = {
     # The compiled IK kernel (core/solve/_kernel.py); optional at run time (plain NumPy form).
     # Intel macOS gets numba 0.62.1, the last release with wheels there.
     "kernel": ["numba"],
+    # Robots from more formats (issue 16), imported only for such files: .xacro (the ROS xacro,
+    # pure Python, with PyYAML for its yaml loading) and MJCF (.xml, through MuJoCo's compiler).
+    "formats": ["xacro", "pyyaml", "mujoco"],
 }
 
 #: Why each bundled distribution is there. The closure of ROOTS is computed from the wheels'
@@ -124,6 +127,10 @@ WHY: dict[str, str] = {
     "python-dateutil": "pycollada",
     "tzdata": "python-dateutil 4",
     "numba": "the compiled IK kernel of the NumPy solver, Elbow Swivel and Find Solutions",
+    "xacro": "core.model.xacro expands .xacro robots with it (the ROS implementation)",
+    "pyyaml": "xacro (load_yaml in xacro files)",
+    "mujoco": "core.model.mjcf compiles MJCF robots with MuJoCo's own compiler",
+    "mujoco-core": "mujoco's compiled library and bindings",
     "llvmlite": "numba's compiler",
     "jax": "the solver's array library",
     "jaxlib": "jax's compiled runtime (the largest wheel by far)",
@@ -162,6 +169,9 @@ LEFT_OUT = {
     "pyliblzfse": "almond-pyroki: has no wheels at all (sdist only); not imported by `import pyroki`",
     "imageio": "viser: imported lazily for image messages, which the solver never sends (it pulls pillow, ~10 MB)",
     "pillow": "imageio: see imageio",
+    "mujoco-studio": "mujoco: its viewer application; `import mujoco` never imports it (only names it in an error text)",
+    "glfw": "mujoco: its OpenGL renderer, imported inside try/except by `import mujoco`; Kinema only compiles models",
+    "pyopengl": "mujoco: see glfw (~30 MB unpacked)",
 }
 
 
@@ -321,6 +331,13 @@ def gather_wheels(line: Line, platform: str) -> Build:
     except DownloadError as exc:
         note = (note + "; " if note else "") + f"no compiled kernel: {exc}"
         log(f"  ! {platform} / {line.label}: numba wheels unavailable, the kernel runs as plain NumPy: {exc}")
+    formats_pulled = {name: set(owners) for name, owners in pulled_in_by.items()}
+    try:
+        everything = closure(ROOTS["formats"], line, platform, everything, formats_pulled)
+        pulled_in_by = formats_pulled
+    except DownloadError as exc:
+        note = (note + "; " if note else "") + f"no xacro/MJCF import: {exc}"
+        log(f"  ! {platform} / {line.label}: xacro/mujoco wheels unavailable, those formats say what they need: {exc}")
     undocumented = sorted(set(everything) - set(WHY))
     if undocumented:
         raise SystemExit(

@@ -7,10 +7,12 @@ from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
 
 BACKEND_ITEMS = [
-    ("PYROKI", "PyRoki", "JAX optimiser for costs beyond the pose (collisions, posture, weights). Compiles once per robot "
-     "and target links (seconds the first time, cached on disk); float32, checked and polished in float64"),
-    ("NUMPY", "NumPy", "Compiled Levenberg-Marquardt kernel (numba; plain NumPy where numba is missing): compiled once per "
-     "machine for every robot, float64, the fastest for live IK and bakes. Joint limits, held and multi-turn joints"),
+    ("PYROKI", "PyRoki", "JAX Levenberg-Marquardt on PyRoki's kinematics: a batch of seeds in one compiled call (float32, "
+     "polished in float64), and a bake's frames as one scan. Compiles once per robot and target links (seconds the first "
+     "time, then from the disk cache). Pick it for cold solves far from the current pose"),
+    ("NUMPY", "NumPy", "Compiled Levenberg-Marquardt kernel in float64 (numba; plain NumPy where numba is missing). It "
+     "compiles once per machine, not per robot or bone, so a new robot solves at once. The fastest for live IK, bakes "
+     "and big rigs. Joint limits, held and multi-turn joints, posture, weights"),
     ("OFF", "Off", "Leave the target in place but stop it driving the rig"),
 ]
 

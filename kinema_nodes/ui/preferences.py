@@ -23,8 +23,11 @@ class KinemaPreferences(bpy.types.AddonPreferences):
     )
 
     def draw(self, context):
+        from ..core.solve._kernel import kernel_summary
+
         self.layout.prop(self, "solve_budget_ms")
         self.layout.prop(self, "package_folders")
+        self.layout.label(text=kernel_summary())
 
 
 CLASSES = (KinemaPreferences,)

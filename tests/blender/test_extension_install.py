@@ -105,6 +105,34 @@ INSTALL_SCRIPT = textwrap.dedent(
         report["kernel_solve"] = {"backend": kernel_result.backend, "converged": bool(kernel_result.converged),
                                   "finite": bool(np.all(np.isfinite(kernel_result.joints)))}
         report["numba_file"] = importlib.import_module("numba").__file__
+        # Robots from more formats (issue 16) through the add-on's own loader, with the bundled
+        # xacro (and PyYAML) and mujoco wheels.
+        folder = tempfile.mkdtemp(prefix="formats_")
+        sources = {
+            "arm.urdf.xacro": (
+                '<?xml version="1.0"?><robot name="arm" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+                '<xacro:property name="reach" value="0.3"/>'
+                '<xacro:macro name="segment" params="name parent"><link name="${name}"/>'
+                '<joint name="${name}_joint" type="revolute"><parent link="${parent}"/><child link="${name}"/>'
+                '<origin xyz="0 0 ${reach}"/><axis xyz="0 1 0"/><limit lower="-2" upper="2" effort="1" velocity="1"/>'
+                '</joint></xacro:macro><link name="base"/>'
+                '<xacro:segment name="upper" parent="base"/><xacro:segment name="lower" parent="upper"/></robot>'),
+            "arm.xml": (
+                '<mujoco model="arm"><worldbody><body name="upper" pos="0 0 0.3">'
+                '<joint name="shoulder" type="hinge" axis="0 1 0" range="-2 2"/>'
+                '<geom type="capsule" size="0.02" fromto="0 0 0 0 0 0.3"/><body name="lower" pos="0 0 0.3">'
+                '<joint name="elbow" type="hinge" axis="0 1 0" range="-2 2"/>'
+                '<geom type="capsule" size="0.02" fromto="0 0 0 0 0 0.3"/></body></body></worldbody></mujoco>'),
+        }
+        formats = {}
+        for name, text in sources.items():
+            path = os.path.join(folder, name)
+            with open(path, "w") as handle:
+                handle.write(text)
+            formats[name] = robot_module.load_robot(path).actuated_joint_names
+        report["formats"] = formats
+        for name in ("xacro", "yaml", "mujoco"):
+            report[name + "_file"] = importlib.import_module(name).__file__
     report["modules_from"] = sorted({
         getattr(m, "__file__", None) and m.__name__.split(".")[0]
         for m in list(sys.modules.values())
@@ -205,6 +233,19 @@ def test_installed_extension_solves_on_the_compiled_kernel_from_the_bundled_numb
     assert {"numba", "llvmlite"} <= set(installed["modules_from"])
     solve = installed["kernel_solve"]
     assert solve["backend"] == "numpy" and solve["converged"] and solve["finite"], solve
+
+
+@pytest.mark.skipif(not _solvers_in_package(), reason="kinema_nodes.core.solve does not exist yet (issue 3)")
+def test_installed_extension_reads_xacro_and_mjcf_robots_with_the_bundled_wheels(installed):
+    """The zip carries xacro, PyYAML and mujoco for linux-x64: a .urdf.xacro robot (a property
+    and a macro) and an MJCF robot load through the installed add-on, with those modules
+    imported from the extension's own site-packages."""
+    formats = installed["formats"]
+    assert formats["arm.urdf.xacro"] == ["upper_joint", "lower_joint"], formats
+    assert formats["arm.xml"] == ["shoulder", "elbow"], formats
+    for name in ("xacro", "yaml", "mujoco"):
+        assert any(installed[name + "_file"].startswith(p) for p in installed["extension_site_packages"]), (name, installed)
+    assert {"xacro", "yaml", "mujoco"} <= set(installed["modules_from"])
 
 
 @pytest.mark.skipif(not _solvers_in_package(), reason="kinema_nodes.core.solve does not exist yet (issue 3)")

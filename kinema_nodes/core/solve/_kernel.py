@@ -991,6 +991,17 @@ def kernel_status(wait: bool = False) -> tuple[str, str | None]:
     return ("numba", None) if _compiled(wait) is not None else ("numpy", _numba_reason)
 
 
+def kernel_summary() -> str:
+    """One line on the compiled kernel for the UI, without starting a build."""
+    if _state == "ready" and not _force_plain:
+        return "IK kernel: compiled (numba), once per machine and shared by every robot"
+    if _state == "compiling":
+        return "IK kernel: compiling (the first time on this machine; plain NumPy answers meanwhile)"
+    if _state == "failed":
+        return f"IK kernel: plain NumPy ({_numba_reason})"
+    return "IK kernel: compiled on the first solve, once per machine (not per robot)"
+
+
 def wait_for_kernel_build() -> None:
     """Block while a numba build that an earlier solve started is still running. Call it before
     importing Blender's module in a process that may have solved already: loading numba's and Blender's
