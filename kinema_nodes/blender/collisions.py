@@ -62,9 +62,9 @@ def _evaluated_mesh(obj, depsgraph):
 
 def _triangles(mesh) -> np.ndarray:
     mesh.calc_loop_triangles()
-    triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
+    triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
     mesh.loop_triangles.foreach_get("vertices", triangles)
-    return triangles.reshape(-1, 3)
+    return triangles.reshape(-1, 3).astype(np.int64)
 
 
 def local_fits(obj, depsgraph=None) -> list:
@@ -78,7 +78,7 @@ def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
 
     mesh, release = _evaluated_mesh(obj, depsgraph)
     try:
-        vertices = np.empty(len(mesh.vertices) * 3, dtype=np.float64)
+        vertices = np.empty(len(mesh.vertices) * 3, dtype=np.float32)  # Blender's own type: a straight copy
         mesh.vertices.foreach_get("co", vertices)
         vertices = vertices.reshape(-1, 3)
         shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
@@ -86,7 +86,7 @@ def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
         fits = _FITS.get(key)
         if fits is None:
             triangles = _triangles(mesh)
-            fits = fit_local(vertices, shape, triangles if len(triangles) else None, what=f"obstacle '{obj.name}'")
+            fits = fit_local(vertices.astype(np.float64), shape, triangles if len(triangles) else None, what=f"obstacle '{obj.name}'")
             _FITS.put(key, fits)
     finally:
         release()
