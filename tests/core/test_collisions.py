@@ -129,7 +129,7 @@ def test_tabletop_reach_goes_over_the_table_not_through_it(robots):
     plain = solve(robot, goal, start, SolveOptions(backend="numpy"))
     assert plain.converged
     assert any(b == "table" for _, b, _ in fcl_check.check(plain.joints)[1])
-    result = solve(robot, goal, start, SolveOptions(backend="numpy", avoid=C.Avoid(True, TABLE, 0.005)))
+    result = solve(robot, goal, start, SolveOptions(backend="numpy", avoid=C.Avoid(True, TABLE, 0.005), budget_ms=1000))
     assert result.converged, result.reason
     assert result.position_error <= 1e-5 and result.rotation_error <= 1e-5
     assert fcl_check.free(result.joints)
@@ -175,7 +175,7 @@ def test_converged_answers_never_collide(robots):
     for q in robot.random_configurations(12, rng):
         pose = link_pose(robot, q, robot.tool_point)
         goal = IKTarget(robot.tool_point, tuple(pose[:3, 3]), tuple(matrix_to_quaternion(pose)))
-        result = solve(robot, goal, robot.zero_configuration(), SolveOptions(backend="numpy", cold=True, avoid=avoid))
+        result = solve(robot, goal, robot.zero_configuration(), SolveOptions(backend="numpy", cold=True, avoid=avoid, budget_ms=1000))
         if result.converged:
             converged += 1
             assert result.colliding == () and result.min_clearance_m >= 0

@@ -764,6 +764,8 @@ MAX_STEP = 0.3
 SETTLE_ITERATIONS = 20
 #: Iterations of the collision-aware descent.
 DESCENT_ITERATIONS = 150
+#: Time the collision stage may take after the plain solve, in plain solve budgets (SolveOptions.budget_ms).
+AVOID_BUDGETS = 4
 #: A solve that stops short with a pair this close (m, beyond the margin) was stopped by that pair.
 BLOCKED_WITHIN = 0.01
 #: Seeds beyond the start and the plain answer that a cold solve tries.
@@ -889,7 +891,9 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
             rejected += 1
             if rejected > 10 or used >= iterations:
                 break
-    nearest = pairs.names[int(np.argmin(pairs.d))] if len(pairs.d) else None
+    nearest = None
+    if len(pairs.d) and float(pairs.d.min()) < margin + BLOCKED_WITHIN:
+        nearest = pairs.names[int(np.argmin(pairs.d))]
     _, q_best, errors_best, dmin_best = best
     return q_best, errors_best, dmin_best, used, nearest
 
@@ -927,7 +931,8 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
         candidates.append(base.joints)
     iterations = base.iterations
     blockers = []
-    budget_s = options.budget_ms / 1000.0 * 4  # the avoiding solve may take a few plain budgets
+    # the collision stage's own time: a few plain budgets, counted from here
+    budget_s = time.perf_counter() - t0 + options.budget_ms / 1000.0 * AVOID_BUDGETS
     margins = (avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)
     finished = False
     rows = _movable_rows(model, kin, avoid, problem.free)

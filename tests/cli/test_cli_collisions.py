@@ -1,0 +1,100 @@
+"""`kinema-nodes solve --avoid/--obstacles/--margin` as scripts call it: JSON with the clearance,
+the blocking pair named, every answer checked by FCL on the URDF's meshes, bad obstacle files
+one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+pytest.importorskip("fcl")
+
+WALL = [{"box": {"size": [0.05, 2.0, 2.0], "pose": [0.45, 0, 0.5, 1, 0, 0, 0]}, "name": "wall"}]
+
+
+@pytest.fixture(scope="module")
+def cache_folder(tmp_path_factory):
+    return os.environ.get("KINEMA_TEST_CACHE_DIR") or str(tmp_path_factory.mktemp("kinema_cli_cache"))
+
+
+def kinema(cache_folder, *args):
+    env = dict(os.environ, KINEMA_CACHE_DIR=cache_folder)
+    return subprocess.run([sys.executable, "-m", "kinema_nodes", *map(str, args)], check=False, capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def fcl_free(robot, obstacles_path, joints: dict) -> bool:
+    from fcl_check import FclChecker
+
+    from kinema_nodes.core.stages.collisions import load_obstacles
+
+    q = np.array([joints[name] for name in robot.actuated_joint_names])
+    return FclChecker(robot, load_obstacles(obstacles_path)).free(q)
+
+
+def test_goal_behind_a_wall_stops_short_named(robots, cache_folder, tmp_path):
+    path = tmp_path / "wall.json"
+    path.write_text(json.dumps(WALL))
+    run = kinema(cache_folder, "solve", "panda", "--target", 0.65, 0, 0.4, 0, 1, 0, 0, "--solver", "numpy",
+                 "--obstacles", path, "--margin", 5, "--json")
+    assert run.returncode == 3, run.stderr
+    payload = json.loads(run.stdout)
+    assert not payload["converged"]
+    assert payload["reason"].startswith("blocked by a collision: link ") and payload["reason"].endswith("vs obstacle wall")
+    assert payload["colliding"] == [] and payload["min_clearance_m"] >= 0
+    assert fcl_free(robots("panda"), path, payload["joints"])
+
+
+def test_free_goal_converges_with_the_clearance(robots, cache_folder, tmp_path):
+    path = tmp_path / "wall.json"
+    path.write_text(json.dumps(WALL))
+    # a generous budget: the answer, not the machine's load, is under test
+    run = kinema(cache_folder, "solve", "panda", "--target", 0.3, 0.2, 0.4, 0, 1, 0, 0, "--solver", "numpy",
+                 "--avoid", "all", "--obstacles", path, "--budget-ms", 1000, "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    payload = json.loads(run.stdout)
+    assert payload["converged"] and payload["reason"] == "converged"
+    assert payload["position_error"] <= 1e-5 and payload["rotation_error"] <= 1e-5
+    assert payload["min_clearance_m"] >= 0 and payload["colliding"] == []
+    assert fcl_free(robots("panda"), path, payload["joints"])
+    text = kinema(cache_folder, "solve", "panda", "--target", 0.3, 0.2, 0.4, 0, 1, 0, 0, "--solver", "numpy", "--avoid", "self",
+                  "--budget-ms", 1000)
+    assert text.returncode == 0 and "clearance " in text.stdout and "(margin 5 mm)" in text.stdout, text.stdout + text.stderr
+
+
+HOSTILE = {
+    "unknown primitive": ('[{"cone": {"radius": 1}}]', "unknown primitive 'cone'"),
+    "negative size": ('[{"box": {"size": [1, -0.5, 0.04]}}]', "is negative"),
+    "NaN": ('[{"sphere": {"center": [0, NaN, 0], "radius": 0.1}}]', "not valid JSON"),
+    "missing mesh": ('[{"mesh": "nowhere.stl"}]', "not found"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_obstacle_files_exit_2(cache_folder, tmp_path, case):
+    text, words = HOSTILE[case]
+    path = tmp_path / "obstacles.json"
+    path.write_text(text)
+    run = kinema(cache_folder, "solve", "panda", "--target", 0.3, 0.2, 0.4, 0, 1, 0, 0, "--solver", "numpy", "--obstacles", path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and words in lines[0], run.stderr
+    assert run.stdout == ""
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--avoid", "world"], "--avoid world needs --obstacles"),
+    (["--avoid", "self", "--margin", "-1"], "--margin must be from 0"),
+    (["--margin", "5"], "need --avoid"),
+])
+def test_bad_avoid_options_exit_2(cache_folder, args, words):
+    run = kinema(cache_folder, "solve", "panda", "--target", 0.3, 0.2, 0.4, 0, 1, 0, 0, "--solver", "numpy", *args)
+    assert run.returncode == 2 and words in run.stderr, run.stderr
