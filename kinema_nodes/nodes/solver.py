@@ -114,8 +114,10 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
             self.name, "solver", backend=self.backend.lower(), live=self.live,
             position_tolerance=self.position_tolerance, rotation_tolerance=self.rotation_tolerance,
             max_iterations=self.max_iterations, budget_ms=self.effective_budget_ms(), hold_prismatic=self.hold_prismatic,
-            avoid_self=self.avoid_self, avoid_world=self.avoids_world(), margin_m=self.margin_mm / 1000.0,
-            ground=self.ground, obstacles=self.obstacles.name if self.obstacles is not None else "",
+            # the node's own settings, as the user set them (a preset keeps them); the compiler
+            # decides what is avoided (core/graph/program.py: compiled_avoid)
+            avoid_self=self.avoid_self, avoid_world=self.avoid_world, margin_mm=self.margin_mm, ground=self.ground,
+            obstacles=self.obstacles.name if self.obstacles is not None else "",
         )
 
 

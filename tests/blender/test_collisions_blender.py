@@ -335,3 +335,27 @@ def test_an_obstacle_with_a_nan_vertex_stops_the_solve_with_one_line_and_leaves_
     assert result.joints is None and result.summary == message
     after = read_joint_values(rig, robot)
     assert np.all(np.isfinite(after)) and np.allclose(after, before, atol=1e-6)  # ...and the rig did not move
+
+
+def test_a_preset_keeps_the_avoid_settings_but_not_the_scene_s_obstacles(blender, tmp_path):
+    bpy = blender
+    from kinema_nodes.blender.presets import apply_preset, save_tree_as_preset
+    from kinema_nodes import evaluator
+
+    rig, tree, target, solver = ur10_with_target(bpy)
+    solver.avoid_self, solver.margin_mm, solver.ground = True, 12.5, True
+    collection = bpy.data.collections.new("Cell")
+    bpy.context.scene.collection.children.link(collection)
+    solver.obstacles = collection
+    path = save_tree_as_preset(tree, rig, "Careful reach", folder=tmp_path)
+
+    other = import_rig(bpy, "ur_description/urdf/ur3_joint_limited_robot.urdf")
+    pose_rig(bpy, other, UR_HOME)
+    bpy.context.view_layer.objects.active = other
+    applied = apply_preset(bpy.context, other, path, backend="NUMPY")
+    (copy,) = [n for n in applied.nodes if n.bl_idname == "KinemaSolverNode"]
+    assert (copy.avoid_self, copy.avoid_world, copy.ground) == (True, True, True)
+    assert copy.margin_mm == pytest.approx(12.5)
+    assert copy.obstacles is None  # a collection is this scene's, not the preset's
+    avoid = evaluator.program_for(applied).steps[0].options.avoid
+    assert avoid.self_ and avoid.margin_m == pytest.approx(0.0125)
