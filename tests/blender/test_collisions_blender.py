@@ -359,3 +359,33 @@ def test_a_preset_keeps_the_avoid_settings_but_not_the_scene_s_obstacles(blender
     assert copy.obstacles is None  # a collection is this scene's, not the preset's
     avoid = evaluator.program_for(applied).steps[0].options.avoid
     assert avoid.self_ and avoid.margin_m == pytest.approx(0.0125)
+
+
+def test_a_modifier_and_a_constraint_are_read_as_blender_evaluates_them(blender):
+    bpy = blender
+    from kinema_nodes import evaluator
+    from kinema_nodes.core.stages.collisions import Box
+
+    rig, tree, target, solver = ur10_with_target(bpy)
+    solver.live = False
+    shelf = add_cube(bpy, "Shelf", 0.1, (1.5, 0.0, 0.3))
+    array = shelf.modifiers.new("Array", "ARRAY")
+    array.count, array.relative_offset_displace = 3, (2.0, 0.0, 0.0)  # three cubes, a cube's width apart
+    anchor = bpy.data.objects.new("Anchor", None)
+    bpy.context.scene.collection.objects.link(anchor)
+    anchor.location = (0.0, 1.2, 0.0)
+    follow = shelf.constraints.new("COPY_LOCATION")
+    follow.target, follow.use_offset = anchor, True
+    collection = bpy.data.collections.new("Cell")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(shelf)
+    solver.obstacles = collection
+    bpy.context.view_layer.update()
+
+    step = evaluator.program_for(tree).steps[0]
+    world = evaluator.frame_inputs(tree, evaluator.program_for(tree), step, 1).values[step.node]["world"]
+    assert len(world.obstacles) == 3 and set(world.names) == {"Shelf"}  # one box per cube the modifier made
+    assert all(isinstance(box, Box) and box.size == pytest.approx((0.1, 0.1, 0.1), abs=1e-6) for box in world.obstacles)
+    centres = sorted(box.pose[0] for box in world.obstacles)
+    assert centres == pytest.approx([1.5, 1.7, 1.9], abs=1e-6)
+    assert all(box.pose[1] == pytest.approx(1.2, abs=1e-6) for box in world.obstacles)  # where the constraint puts it
