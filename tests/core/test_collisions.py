@@ -66,7 +66,9 @@ def test_capsules_hold_the_meshes(robots, name):
 
 
 def test_the_two_forms_agree(robots):
-    """The numba kernel and the NumPy form give the same pairs to 1e-12."""
+    """The numba kernel and the NumPy form give the same distances to 1e-12 (and the same
+    points and normals where no hull was measured; on a hull's flat face the two may pick
+    different, equally far vertices)."""
     robot = robots("panda")
     avoid = C.Avoid(True, C.World(CELL.obstacles + (C.Sphere((0.3, 0.3, 0.3), 0.05, "ball"),), ground=True), 0.005)
     model, kin = C._setup(robot, avoid)
@@ -78,13 +80,18 @@ def test_the_two_forms_agree(robots):
             plain, _ = C._pairs(robot, model, kin, avoid, q)
             C.FORCE_NUMPY = False
             assert fast.names == plain.names
-            for field in ("d", "point_a", "point_b", "normal"):
-                assert np.max(np.abs(getattr(fast, field) - getattr(plain, field))) < 1e-12
+            assert np.max(np.abs(fast.d - plain.d)) < 1e-12
+            far = fast.d >= avoid.margin_m + C.REFINE_WITHIN
+            for field in ("point_a", "point_b", "normal"):
+                assert np.max(np.abs(getattr(fast, field) - getattr(plain, field))[far], initial=0.0) < 1e-12
     finally:
         C.FORCE_NUMPY = False
 
 
-def test_distance_gradients_match_finite_differences(robots):
+def test_distance_gradients_match_finite_differences(robots, monkeypatch):
+    """The capsule distances' gradients (the hull gaps, measured near contact, are switched off
+    here: along a hull's flat face the gap has kinks)."""
+    monkeypatch.setattr(C, "REFINE_WITHIN", -1.0)
     robot = robots("ur5")
     avoid = C.Avoid(True, CELL, 0.0)
     model, kin = C._setup(robot, avoid)

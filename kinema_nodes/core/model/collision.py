@@ -19,7 +19,7 @@ computes from the real meshes).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +56,11 @@ class CollisionModel:
     allowed_source: str  # "computed" or the SRDF's path
     moving: np.ndarray  # (C,) bool: the capsule's link is moved by some joint
     geometry_source: dict  # link -> "collision" | "visual"
+    #: Each link's convex hull vertices in its frame, all links one after another in
+    #: `robot.links` order (link l's are hull_local[hull_start[l]:hull_start[l + 1]]; none for a
+    #: link without geometry or with sphere geometry): the solver tightens near pairs with them.
+    hull_local: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    hull_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
 
     @property
     def link_set(self) -> tuple[str, ...]:
@@ -254,8 +259,12 @@ def fit_capsules(points: np.ndarray, max_pieces: int = MAX_PIECES) -> list[tuple
 
 def _build(robot: RobotModel, srdf) -> CollisionModel:
     links, a, b, radius, source = [], [], [], [], {}
+    hulls, hull_start = [], [0]
     for link in robot.links:
         clouds, spheres, role = link_geometry(robot, link)
+        hull = _hull_points(np.concatenate(clouds)) if clouds and not spheres else np.zeros((0, 3))
+        hulls.append(hull)
+        hull_start.append(hull_start[-1] + len(hull))
         if role is None:
             continue
         source[link] = role
@@ -293,7 +302,7 @@ def _build(robot: RobotModel, srdf) -> CollisionModel:
                 continue
             pairs.append((i, j))
     return CollisionModel(tuple(links), a, b, radius, np.array(pairs, dtype=np.int64).reshape(-1, 2), frozenset(allowed), where,
-                          moving, source)
+                          moving, source, np.concatenate(hulls).reshape(-1, 3), np.array(hull_start, dtype=np.int64))
 
 
 def _pair(x: str, y: str) -> tuple[str, str]:

@@ -178,10 +178,10 @@ def _unit(gap, length, out):
 
 
 def pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, cap_r, self_pairs, moving, world_a, world_b,
-                 world_r, box_rot, box_centre, box_half, ground, d, point_a, point_b, normal, origins, axes):
-    """Fills d (N,), point_a, point_b, normal (N, 3), origins and axes (M, 3) in the NumPy form's
-    pair order: self pairs, moving capsules x world capsules, moving capsules x boxes, ground."""
-    poses = np.empty((link_count, 4, 4))
+                 world_r, box_rot, box_centre, box_half, ground, d, point_a, point_b, normal, origins, axes, poses):
+    """Fills d (N,), point_a, point_b, normal (N, 3), origins and axes (M, 3) and the link poses
+    (L, 4, 4) in the NumPy form's pair order: self pairs, moving capsules x world capsules,
+    moving capsules x boxes, ground."""
     _fk(q, steps_i, steps_f, link_count, root, poses, origins, axes)
     count = cap_link.shape[0]
     wa = np.empty((count, 3))
@@ -239,13 +239,146 @@ def pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, 
             row += 1
 
 
+HULL_ITERATIONS = 16
+
+
+def _separation(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, out):
+    """Gap along unit n (from A to B) between the point hulls A and B (+ B's radius): a lower
+    bound of their signed distance for every n. Fills out = (gap, A's support index, B's)."""
+    best_a = -np.inf
+    ia = 0
+    for i in range(a_count):
+        v = a_pts[i, 0] * nx + a_pts[i, 1] * ny + a_pts[i, 2] * nz
+        if v > best_a:
+            best_a = v
+            ia = i
+    best_b = np.inf
+    jb = 0
+    for j in range(b_count):
+        v = b_pts[j, 0] * nx + b_pts[j, 1] * ny + b_pts[j, 2] * nz
+        if v < best_b:
+            best_b = v
+            jb = j
+    out[0] = best_b - b_radius - best_a
+    out[1] = ia
+    out[2] = jb
+
+
+def hull_refine(poses, hull_local, hull_start, row_link_a, row_link_b, row_set, set_points, set_start, set_radius, within,
+                d, point_a, point_b, normal):
+    """Tighten the rows closer than `within`: the gap between the two links' convex hulls (or a
+    link's hull and an obstacle's points + radius) along the best of the capsule normal and the
+    directions of a few Frank-Wolfe steps on the hulls' distance. Every such gap is a lower
+    bound of the hulls' signed distance (so of the meshes'), as the capsules' distance is: a row
+    keeps the larger of the two, with the gap's support points and direction, where the gap
+    separates the hulls (an overlap keeps the capsules' depth)."""
+    a_pts = np.empty((hull_local.shape[0], 3))
+    b_pts = np.empty((max(hull_local.shape[0], set_points.shape[0], 1), 3))
+    out = np.empty(3)
+    for row in range(d.shape[0]):
+        if d[row] >= within:
+            continue
+        la = row_link_a[row]
+        a0, a1 = hull_start[la], hull_start[la + 1]
+        a_count = a1 - a0
+        if a_count == 0 or row_set[row] == -1:
+            continue
+        for i in range(a_count):
+            for k in range(3):
+                a_pts[i, k] = (poses[la, k, 0] * hull_local[a0 + i, 0] + poses[la, k, 1] * hull_local[a0 + i, 1]
+                               + poses[la, k, 2] * hull_local[a0 + i, 2] + poses[la, k, 3])
+        if row_set[row] == -2:  # the ground: the hull's lowest point, exactly
+            low = 0
+            for i in range(a_count):
+                if a_pts[i, 2] < a_pts[low, 2]:
+                    low = i
+            gap = a_pts[low, 2]
+            if gap > d[row]:
+                d[row] = gap
+                for k in range(3):
+                    point_a[row, k] = a_pts[low, k]
+                    point_b[row, k] = a_pts[low, k] if k < 2 else 0.0
+                normal[row, 0] = 0.0
+                normal[row, 1] = 0.0
+                normal[row, 2] = 1.0
+            continue
+        b_radius = 0.0
+        if row_set[row] == -3:  # another link
+            lb = row_link_b[row]
+            b0, b1 = hull_start[lb], hull_start[lb + 1]
+            b_count = b1 - b0
+            if b_count == 0:
+                continue
+            for j in range(b_count):
+                for k in range(3):
+                    b_pts[j, k] = (poses[lb, k, 0] * hull_local[b0 + j, 0] + poses[lb, k, 1] * hull_local[b0 + j, 1]
+                                   + poses[lb, k, 2] * hull_local[b0 + j, 2] + poses[lb, k, 3])
+        else:
+            w = row_set[row]
+            b0, b1 = set_start[w], set_start[w + 1]
+            b_count = b1 - b0
+            for j in range(b_count):
+                for k in range(3):
+                    b_pts[j, k] = set_points[b0 + j, k]
+            b_radius = set_radius[w]
+        best = -np.inf
+        best_n = np.zeros(3)
+        best_ia = 0
+        best_jb = 0
+        nx, ny, nz = -normal[row, 0], -normal[row, 1], -normal[row, 2]
+        _separation(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, out)
+        best, best_ia, best_jb = out[0], int(out[1]), int(out[2])
+        best_n[0], best_n[1], best_n[2] = nx, ny, nz
+        x = np.zeros(3)
+        y = np.zeros(3)
+        for i in range(a_count):
+            for k in range(3):
+                x[k] += a_pts[i, k] / a_count
+        for j in range(b_count):
+            for k in range(3):
+                y[k] += b_pts[j, k] / b_count
+        for _ in range(HULL_ITERATIONS):
+            vx, vy, vz = y[0] - x[0], y[1] - x[1], y[2] - x[2]
+            length = math.sqrt(vx * vx + vy * vy + vz * vz)
+            if length < 1e-12:
+                break
+            nx, ny, nz = vx / length, vy / length, vz / length
+            _separation(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, out)
+            if out[0] > best:
+                best, best_ia, best_jb = out[0], int(out[1]), int(out[2])
+                best_n[0], best_n[1], best_n[2] = nx, ny, nz
+            ia, jb = int(out[1]), int(out[2])
+            dxx, dxy, dxz = a_pts[ia, 0] - x[0], a_pts[ia, 1] - x[1], a_pts[ia, 2] - x[2]
+            dyx, dyy, dyz = b_pts[jb, 0] - y[0], b_pts[jb, 1] - y[1], b_pts[jb, 2] - y[2]
+            ex, ey, ez = dxx - dyx, dxy - dyy, dxz - dyz
+            denom = ex * ex + ey * ey + ez * ez
+            if denom < 1e-18:
+                break
+            gamma = min(max((vx * ex + vy * ey + vz * ez) / denom, 0.0), 1.0)
+            x[0] += gamma * dxx
+            x[1] += gamma * dxy
+            x[2] += gamma * dxz
+            y[0] += gamma * dyx
+            y[1] += gamma * dyy
+            y[2] += gamma * dyz
+        # only a gap that separates the hulls replaces the capsules' distance: an overlap of
+        # the hulls keeps the capsules' depth, whose gradient pushes the pair apart consistently
+        if best >= 0.0 and best > d[row]:
+            d[row] = best
+            for k in range(3):
+                point_a[row, k] = a_pts[best_ia, k]
+                point_b[row, k] = b_pts[best_jb, k] - b_radius * best_n[k]
+                normal[row, k] = -best_n[k]
+
+
 _compiled = None
+_compiled_refine = None
 _reason = "not built yet"
 
 
 def compiled():
     """The numba form of `pairs_kernel`, or None (and `reason()` says why)."""
-    global _compiled, _reason
+    global _compiled, _compiled_refine, _reason
     if _compiled is not None or _reason != "not built yet":
         return _compiled
     try:
@@ -261,16 +394,22 @@ def compiled():
         namespace = dict(globals())
         import types
 
-        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_unit", "pairs_kernel"):
+        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_unit", "pairs_kernel", "_separation", "hull_refine"):
             original = globals()[name]
             clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
             clone.__module__ = __name__
             clone.__qualname__ = original.__qualname__
             namespace[name] = numba.njit(cache=True, nogil=True)(clone)
-        _compiled, _reason = namespace["pairs_kernel"], None
+        _compiled, _compiled_refine, _reason = namespace["pairs_kernel"], namespace["hull_refine"], None
     except Exception as exc:  # noqa: BLE001 - no numba, or a broken one: the NumPy form serves
         _compiled, _reason = None, f"numba could not be used ({type(exc).__name__}: {exc})"
     return _compiled
+
+
+def compiled_refine():
+    """The numba form of `hull_refine` (None where `compiled()` is None)."""
+    compiled()
+    return _compiled_refine
 
 
 def reason() -> str | None:

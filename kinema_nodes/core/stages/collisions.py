@@ -170,7 +170,26 @@ def _world_arrays(world: World) -> dict:
                 caps_name.append(name)
         else:
             raise KinemaError(f"unknown obstacle {type(obstacle).__name__}; use Box, Sphere, Capsule or MeshObstacle")
+    # point sets (+ a radius) whose hull is each primitive, for `_collision_kernel.hull_refine`
+    set_points, set_start, set_radius, caps_set, box_set = [], [0], [], [], []
+    for a, b, r, name in zip(caps_a, caps_b, caps_r, caps_name):
+        mesh_piece = any(isinstance(o, MeshObstacle) and n == name for o, n in zip(world.obstacles, world.names))
+        if mesh_piece:
+            caps_set.append(-1)  # a mesh's capsules: kept as they are
+            continue
+        caps_set.append(len(set_radius))
+        set_points += [a, b]
+        set_start.append(set_start[-1] + 2)
+        set_radius.append(r)
+    for rot, centre, half in zip(box_rot, box_centre, box_half):
+        box_set.append(len(set_radius))
+        corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * half
+        set_points += list(corners @ np.asarray(rot).T + np.asarray(centre))
+        set_start.append(set_start[-1] + 8)
+        set_radius.append(0.0)
     return {
+        "set_points": np.array(set_points, dtype=float).reshape(-1, 3), "set_start": np.array(set_start, dtype=np.int64),
+        "set_radius": np.array(set_radius, dtype=float), "caps_set": tuple(caps_set), "box_set": tuple(box_set),
         "caps_a": np.array(caps_a, dtype=float).reshape(-1, 3), "caps_b": np.array(caps_b, dtype=float).reshape(-1, 3),
         "caps_r": np.array(caps_r, dtype=float), "caps_name": tuple(caps_name),
         "box_rot": np.array(box_rot, dtype=float).reshape(-1, 3, 3), "box_centre": np.array(box_centre, dtype=float).reshape(-1, 3),
@@ -592,34 +611,43 @@ def _layout(model, kin, avoid: Avoid):
     got = kin.layouts.get(key)
     if got is not None:
         return got
-    cap_a, cap_b, names = [], [], []
+    cap_a, cap_b, names, sets = [], [], [], []
     if avoid.self_ and len(model.self_pairs):
         cap_a += model.self_pairs[:, 0].tolist()
         cap_b += model.self_pairs[:, 1].tolist()
         names += [(model.links[x], model.links[y]) for x, y in model.self_pairs.tolist()]
+        sets += [-3] * len(model.self_pairs)
     world = avoid.world
     moving = np.flatnonzero(model.moving)
     if world is not None:
         arrays = world.arrays
-        for table in ("caps_name", "box_name"):
+        for table, set_table in (("caps_name", "caps_set"), ("box_name", "box_set")):
             for i in moving.tolist():
-                for name in arrays[table]:
+                for name, which in zip(arrays[table], arrays[set_table]):
                     cap_a.append(i)
                     cap_b.append(-1)
                     names.append((model.links[i], name))
+                    sets.append(which)
         if world.ground:
             for i in moving.tolist():
                 cap_a.append(i)
                 cap_b.append(-1)
                 names.append((model.links[i], GROUND))
-    got = (np.array(cap_a, dtype=np.int64), np.array(cap_b, dtype=np.int64), names, moving.astype(np.int64))
+                sets.append(-2)
+    cap_a = np.array(cap_a, dtype=np.int64)
+    cap_b = np.array(cap_b, dtype=np.int64)
+    link_a = kin.capsule_link[cap_a] if len(cap_a) else np.zeros(0, dtype=np.int64)
+    link_b = np.where(cap_b >= 0, kin.capsule_link[np.maximum(cap_b, 0)], 0) if len(cap_b) else np.zeros(0, dtype=np.int64)
+    got = (cap_a, cap_b, names, moving.astype(np.int64), (link_a.astype(np.int64), link_b.astype(np.int64),
+                                                         np.array(sets, dtype=np.int64)))
     if len(kin.layouts) > 16:
         kin.layouts.clear()
     kin.layouts[key] = got
     return got
 
 
-_EMPTY_WORLD = {"caps_a": np.zeros((0, 3)), "caps_b": np.zeros((0, 3)), "caps_r": np.zeros(0), "box_rot": np.zeros((0, 3, 3)),
+_EMPTY_WORLD = {"set_points": np.zeros((0, 3)), "set_start": np.zeros(1, dtype=np.int64), "set_radius": np.zeros(0),
+                "caps_a": np.zeros((0, 3)), "caps_b": np.zeros((0, 3)), "caps_r": np.zeros(0), "box_rot": np.zeros((0, 3, 3)),
                 "box_centre": np.zeros((0, 3)), "box_half": np.zeros((0, 3))}
 
 
@@ -628,10 +656,13 @@ def _pairs(robot, model, kin, avoid: Avoid, q) -> tuple[_Pairs, tuple]:
 
     run = None if FORCE_NUMPY else _collision_kernel.compiled()
     if run is None:
-        return _pairs_numpy(robot, model, kin, avoid, q)
-    cap_a, cap_b, names, moving = _layout(model, kin, avoid)
+        pairs, frames, poses = _pairs_numpy(robot, model, kin, avoid, q)
+        _refine(model, kin, avoid, pairs, poses, _collision_kernel.hull_refine)
+        return pairs, frames
+    cap_a, cap_b, names, moving, _ = _layout(model, kin, avoid)
     world = avoid.world.arrays if avoid.world is not None else _EMPTY_WORLD
     count = len(cap_a)
+    poses = np.empty((len(robot.links), 4, 4))
     d = np.empty(count)
     point_a = np.empty((count, 3))
     point_b = np.empty((count, 3))
@@ -642,14 +673,33 @@ def _pairs(robot, model, kin, avoid: Avoid, q) -> tuple[_Pairs, tuple]:
     run(np.asarray(q, dtype=float), kin.steps_i, kin.steps_f, len(robot.links), kin.root, kin.capsule_link, model.a, model.b,
         model.radius, self_pairs, moving, world["caps_a"], world["caps_b"], world["caps_r"], world["box_rot"],
         world["box_centre"], world["box_half"], bool(avoid.world is not None and avoid.world.ground), d, point_a, point_b,
-        normal, origins, axes)
-    return _Pairs(d, cap_a, point_a, cap_b, point_b, normal, names), (origins, axes)
+        normal, origins, axes, poses)
+    pairs = _Pairs(d, cap_a, point_a, cap_b, point_b, normal, names)
+    _refine(model, kin, avoid, pairs, poses, _collision_kernel.compiled_refine())
+    return pairs, (origins, axes)
+
+
+#: Pairs whose capsules come this close (m, beyond the margin) are measured again on the links' hulls.
+REFINE_WITHIN = 0.03
+
+
+def _refine(model, kin, avoid: Avoid, pairs: _Pairs, poses, run) -> None:
+    """Near pairs measured again between the links' convex hulls (`_collision_kernel.hull_refine`):
+    the capsules wrap a link loosely (twice to three times its hull's volume), the hull tightly,
+    and both distances are lower bounds of the meshes' own, so the larger one is kept."""
+    within = avoid.margin_m + REFINE_WITHIN
+    if not len(pairs.d) or float(pairs.d.min()) >= within or not len(model.hull_local):
+        return
+    link_a, link_b, sets = _layout(model, kin, avoid)[4]
+    world = avoid.world.arrays if avoid.world is not None else _EMPTY_WORLD
+    run(poses, model.hull_local, model.hull_start, link_a, link_b, sets, world["set_points"], world["set_start"],
+        world["set_radius"], within, pairs.d, pairs.point_a, pairs.point_b, pairs.normal)
 
 
 _NO_PAIRS = np.zeros((0, 2), dtype=np.int64)
 
 
-def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[_Pairs, tuple]:
+def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[_Pairs, tuple, np.ndarray]:
     poses, origins, axes = kin.evaluate(q)
     frames = poses[kin.capsule_link]
     ca = np.einsum("cij,cj->ci", frames[:, :3, :3], model.a) + frames[:, :3, 3]
@@ -713,9 +763,9 @@ def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[_Pairs, tuple]:
         names += [(model.links[x], GROUND) for x in moving]
     if not d_all:
         empty = np.zeros((0, 3))
-        return _Pairs(np.zeros(0), np.zeros(0, dtype=int), empty, np.zeros(0, dtype=int), empty, empty, []), (origins, axes)
+        return _Pairs(np.zeros(0), np.zeros(0, dtype=int), empty, np.zeros(0, dtype=int), empty, empty, []), (origins, axes), poses
     return _Pairs(np.concatenate(d_all), np.concatenate(cap_a), np.concatenate(point_a), np.concatenate(cap_b),
-                  np.concatenate(point_b), np.concatenate(normal), names), (origins, axes)
+                  np.concatenate(point_b), np.concatenate(normal), names), (origins, axes), poses
 
 
 def _obstacle_names(avoid: Avoid) -> frozenset:
@@ -780,7 +830,7 @@ def _movable_rows(model, kin, avoid: Avoid, free) -> np.ndarray:
     key = (avoid.self_, avoid.world, "movable", tuple(int(i) for i in free))
     got = kin.layouts.get(key)
     if got is None:
-        cap_a, cap_b, _, _ = _layout(model, kin, avoid)
+        cap_a, cap_b, _, _, _ = _layout(model, kin, avoid)
         moved_by = kin.ancestor[:, np.isin(kin.sources, free)]  # (links, free movable joints)
         rows_a = moved_by[kin.capsule_link[cap_a]]
         rows_b = np.where((cap_b >= 0)[:, None], moved_by[kin.capsule_link[np.maximum(cap_b, 0)]], False)
