@@ -17,7 +17,8 @@ original joint limits and position error <= 1e-5 m and rotation error <= 1e-5 ra
 solve over 33 ms is a failure too. Cold targets are seeded at mid-limits; tracking follows smooth
 joint trajectories (<= 0.02 rad per frame, `core.solve._bench.tracking_cases`), each frame seeded
 from the solver's own previous answer. A branch flip is a frame inside a trajectory where some chain
-joint moves more than 0.5 rad (the truth moves <= 0.02 rad). Cases are split into blocks; in each
+joint moves more than 0.5 rad (the truth moves <= 0.02 rad), modulo 2 pi on multi-turn joints; a
+whole turn there (an answer wrapped into [-pi, pi]) is counted apart as a 2 pi turn. Cases are split into blocks; in each
 block every solver runs once, the order rotated from block to block. Times: wall-clock per call,
 after 10 warm-up solves, with each solver's own target and seed types built outside the timer.
 
@@ -289,9 +290,13 @@ class PybulletSolver:
         d = np.subtract(state[4], position)
         if d @ d > TOL * TOL:
             return False
-        a = np.asarray(state[5])
-        dot = abs(float(a @ np.asarray(xyzw)))
-        return 2.0 * np.arccos(min(1.0, dot)) <= TOL
+        # the angle from the relative quaternion's vector part: arccos of the dot product is too blunt
+        # near 1 for pybullet's single-precision link state
+        x1, y1, z1, w1 = xyzw
+        x2, y2, z2, w2 = state[5]
+        w = w1 * w2 + x1 * x2 + y1 * y2 + z1 * z2
+        v = (w1 * x2 - x1 * w2 - y1 * z2 + z1 * y2, w1 * y2 - y1 * w2 - z1 * x2 + x1 * z2, w1 * z2 - z1 * w2 - x1 * y2 + y1 * x2)
+        return 2.0 * np.arctan2(np.sqrt(v[0] ** 2 + v[1] ** 2 + v[2] ** 2), abs(w)) <= TOL
 
     def solve(self, target, seed, cold):
         position, xyzw = target
@@ -543,18 +548,23 @@ def run_in_process(solver, case, targets, natives, seeds_chain, trajectory, bloc
 
 def summary(case, targets, trajectory, record, cold) -> dict:
     n = len(targets)
-    ok, ms, flips, pe, re = np.zeros(n, bool), np.zeros(n), 0, np.zeros(n), np.zeros(n)
+    ok, ms, flips, turns, pe, re = np.zeros(n, bool), np.zeros(n), 0, 0, np.zeros(n), np.zeros(n)
     previous = None
     for i in range(n):
         q, t = record[i]
         p, r, within = case.errors(q, targets[i])
         pe[i], re[i], ms[i] = p, r, t
         ok[i] = within and p <= TOL and r <= TOL and (cold or t <= BUDGET_S * 1000.0)
-        if not cold and previous is not None and trajectory[i] == trajectory[i - 1] and np.max(np.abs(q - previous)) > FLIP_RAD:
-            flips += 1
+        if not cold and previous is not None and trajectory[i] == trajectory[i - 1]:
+            d = q - previous
+            turned = np.where(case.continuous, (d + np.pi) % (2 * np.pi) - np.pi, d)
+            if np.max(np.abs(turned)) > FLIP_RAD:
+                flips += 1
+            elif np.max(np.abs(d)) > FLIP_RAD:
+                turns += 1
         previous = q
     return {"n": n, "success": float(np.mean(ok)), "median_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99)),
-            "max_ms": float(np.max(ms)), "flips": None if cold else int(flips),
+            "max_ms": float(np.max(ms)), "flips": None if cold else int(flips), "turns": None if cold else int(turns),
             "p99_position_error": float(np.percentile(pe, 99)), "p99_rotation_error": float(np.percentile(re, 99))}
 
 
@@ -667,7 +677,7 @@ def table(case, solvers, results) -> list[str]:
             mark = " (fastest peer)" if fastest[mode][1] == solver.label else ""
             cells += [f"{r['success'] * 100:.1f} %", f"{r['median_ms']:.4f}", f"{r['p99_ms']:.3f}"]
             if mode == "tracking":
-                cells.append(str(r["flips"]))
+                cells.append(str(r["flips"]) + (f" (+{r['turns']} 2π turns)" if r["turns"] else ""))
             cells.append(f"{ratio:.2f}x{mark}")
         failed = [case.failed.get(solver.label)] + [f"{m}: {case.failed_mode[(solver.label, m)]}"
                                                      for m in ("cold", "tracking") if (solver.label, m) in case.failed_mode]
@@ -793,7 +803,8 @@ def profile_tracking(robot, link, n: int, seed: int) -> tuple[list[str], dict]:
                          "wall_ms_per_frame_under_profiler": wall}
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(10)
-        body = [line for line in text.getvalue().splitlines() if line.strip()]
+        site = str(Path(np.__file__).resolve().parent.parent) + "/"
+        body = [line.replace(str(SOURCE) + "/", "").replace(site, "") for line in text.getvalue().splitlines() if line.strip()]
         start_at = next(i for i, line in enumerate(body) if line.lstrip().startswith("ncalls"))
         out += [f"`{label}` tracking, Panda, {n} frames under cProfile (top 10 by own time; the compiled kernel is the "
                 f"numba dispatcher row):", "", "```", *body[start_at:start_at + 11], "```", ""]
@@ -913,7 +924,7 @@ def extras_main(args) -> int:
     lines += ["**Where Kinema's tracking solve spends its time** (Panda `panda_hand`, cProfile; per frame: "
               + "; ".join(f"`{k}` {v['profiled_ms_per_frame']:.4f} ms profiled, of which the compiled kernel "
                           f"{v['kernel_ms_per_frame']:.4f} ms ({v['kernel_ms_per_frame'] / v['profiled_ms_per_frame'] * 100:.0f} %)"
-                          for k, v in shares.items()) + "). cProfile adds its own cost per Python call, so the Python "
+                          for k, v in shares.items() if "profiled_ms_per_frame" in v) + "). cProfile adds its own cost per Python call, so the Python "
               "share is overstated; the kernel row is what the compiled code costs.", "", *profile]
 
     uptime_end = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
@@ -951,10 +962,10 @@ def verdicts(cases, all_results) -> list[str]:
                 if r is None:
                     continue
                 ok = r["median_ms"] <= best and (r["success"] >= 0.999 and r["p99_ms"] <= 1.0 if mode == "cold"
-                                                 else r["success"] >= 1.0 and r["flips"] == 0)
+                                                 else r["success"] >= 1.0 and r["flips"] == 0 and r["turns"] == 0)
                 parts.append(f"{label.split(' (')[0]} {r['median_ms']:.4f} ms = {r['median_ms'] / best:.1f}x, "
                              f"{r['success'] * 100:.1f} %" + (f", p99 {r['p99_ms']:.2f} ms" if mode == "cold" else
-                                                               f", {r['flips']} flips") + (" (met)" if ok else " (not met)"))
+                                                               f", {r['flips']} flips, {r['turns']} 2π turns") + (" (met)" if ok else " (not met)"))
             out.append(f"- {case.name} {mode}: fastest peer {who.split(' (')[0]} {best:.4f} ms; " + "; ".join(parts) + ".")
     return out + [""]
 
@@ -1037,7 +1048,7 @@ def main() -> int:
         f"{args.cold} cold targets and {args.track} tracking frames per robot (the issue asks 500 and 1,000; fewer "
         "while the machine is shared). Success: within limits, <= 1e-5 m and <= 1e-5 rad by yourdfpy FK of the "
         "original URDF; tracking also <= 33 ms per frame. Branch flip: a frame inside a trajectory where a joint moves "
-        "> 0.5 rad. Ratio: median / the fastest peer's median in that column (Kinema rows are not peers). "
+        "> 0.5 rad (on multi-turn joints modulo 2π; a whole turn there is counted apart as a 2π turn). Ratio: median / the fastest peer's median in that column (Kinema rows are not peers). "
         f"{args.blocks} blocks per case, solver order rotated per block; 10 warm-up solves each.", "",
     ]
     for case in cases:
