@@ -62,7 +62,7 @@ class BakeJob:
 
     def __init__(self, tree, frame_start: int, frame_end: int, *, scene=None, fps: float | None = None,
                  speed_limit: float = 1.0, markers: bool = True, batch: bool = True,
-                 batch_min_frames: int = BATCH_MIN_FRAMES):
+                 batch_min_frames: int = BATCH_MIN_FRAMES, avoid=None):
         import bpy
 
         if frame_end < frame_start:
@@ -82,6 +82,9 @@ class BakeJob:
         self.batch = batch  # PyRoki solves a chunk of frames per call (a JAX scan) where it can
         self.batch_min_frames = batch_min_frames
         self.notes: list[str] = []
+        #: A `core.stages.collisions.Avoid` for every Solver of the tree instead of its own settings
+        #: (the command line's --avoid/--obstacles/--margin/--srdf: the file's primitives as they are).
+        self.avoid = avoid
 
     @property
     def total(self) -> int:
@@ -137,6 +140,10 @@ class BakeJob:
         try:
             program = evaluator.program_for(self.tree)  # live flags are part of the spec
             steps = list(program.steps)
+            if self.avoid is not None:
+                from dataclasses import replace
+
+                steps = [replace(step, options=replace(step.options, avoid=self.avoid)) for step in steps]
             self._solver_count = len(steps)
             inputs = {step.node: [] for step in steps}
             starts = {}

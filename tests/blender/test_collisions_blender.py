@@ -447,3 +447,39 @@ def test_humanoid_hands_crossing_in_front_of_the_chest_never_interpenetrate(blen
 
     last = avoided.solution.joints[-1]
     assert link_pose(robot, last, "leftNub")[1, 3] < link_pose(robot, last, "rightNub")[1, 3]  # past each other
+
+
+def test_a_bake_given_obstacles_from_a_file_measures_every_frame_against_them(blender, tmp_path):
+    """The command line's --obstacles FILE.json reach the Blender-side bake as an `Avoid` for the
+    tree's Solvers (`bake_tree(..., avoid=)`): the file's primitives as they are, no collection."""
+    bpy = blender
+    import json
+
+    import fcl
+
+    from kinema_nodes.blender.baking import bake_tree
+    from kinema_nodes.core.model.kinematics import link_pose
+    from kinema_nodes.core.stages.collisions import Avoid, load_obstacles
+    from test_animator_workflow import key_control
+
+    rig, tree, target, solver = ur10_with_target(bpy, rotation_weight=0.0)
+    solver.live = False
+    robot = robot_of(rig)
+    home = link_pose(robot, np.array(UR_HOME), "tool0")
+    goal = home.copy()
+    goal[:3, 3] += (0.0, -0.45, 0.0)
+    key_control(bpy, rig, target, {1: home, 12: goal})
+    centre = home[:3, 3] + (0.0, -0.25, -0.3)  # a post below the tool's path
+    path = tmp_path / "cell.json"
+    path.write_text(json.dumps([{"box": {"size": [0.06, 0.06, 0.2], "pose": [*centre, 1, 0, 0, 0]}, "name": "Post"}]))
+    avoid = Avoid(self_=False, world=load_obstacles(path), margin_m=0.005)
+
+    result = bake_tree(tree, 1, 12, avoid=avoid)[0]
+    report = result.report
+    assert len(report.clearance) == 12 and report.margin_m == pytest.approx(0.005)
+    post = fcl.CollisionObject(fcl.Box(0.06, 0.06, 0.2), fcl.Transform(np.eye(3), centre))
+    meshes = RobotMeshes(robot)
+    distances = np.array([mesh_distance(meshes, q, [post])[0] for q in result.solution.joints])
+    assert np.all(distances > 0.0) and np.all(np.array(report.clearance) <= distances + 1e-6)
+    assert report.converged == 12 and not report.in_collision
+    assert solver.obstacles is None and not solver.avoid_self  # the node's own settings untouched
