@@ -100,7 +100,7 @@ class BakeOutcome:
 
 def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path, *, solver: str = "pyroki",
                start: dict[str, float] | None = None, fps: float | None = None, speed_limit: float = 100.0,
-               progress=None, preset: str | None = None) -> BakeOutcome:
+               progress=None, preset: str | None = None, avoid=None) -> BakeOutcome:
     """Everything `bake` does in Blender: import, tree, keyed control, bake, save."""
     from .headless import blender_output_to_stderr, headless_blender, save_blend
 
@@ -139,6 +139,10 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
         tree, target, solver_node = add_ik_target(bpy.context, rig, link, backend=solver.upper())
     solver_node.live = False
     solver_node.use_own_budget, solver_node.budget_ms = True, 60_000.0  # a bake is not a live frame
+    if avoid is not None:  # --avoid / --obstacles / --collision-margin: the Solver node's Avoid Collisions
+        from .obstacles import set_solver_avoid
+
+        set_solver_avoid(bpy, solver_node, avoid, rig)
     key_control(bpy, rig, target, track)
     key_links(target, robot, track, link)
     node = ensure_bake_node(tree, scene)
@@ -178,6 +182,11 @@ def add_arguments_bake(parser):
     from .export import add_limit_arguments  # --check-limits, --margin, --max-acc, --max-jerk, --retime
 
     add_limit_arguments(parser, for_bake=True)
+    from .obstacles import add_avoid_arguments
+
+    # --margin is the limits' (PCT) on bake: the collision margin is --collision-margin MM
+    add_avoid_arguments(parser, margin_option="--collision-margin", srdf=False)
+    parser.set_defaults(margin_option="--collision-margin")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -217,12 +226,23 @@ def run_bake(args) -> int:
     from .export import bake_limits, check_bake_arguments
 
     limit_overrides = check_bake_arguments(args)
+    from .obstacles import avoid_from_args
+
+    avoid = avoid_from_args(args)  # a bad obstacle file is refused before Blender starts
     track = read_targets_csv(args.targets)
     start = parse_joint_values(args.start)
     check_csv_links(args.targets, args.urdf, track)
     outcome = bake_track(args.urdf, args.link, track, args.out, solver=args.solver, start=start, fps=args.fps,
-                         speed_limit=args.speed_limit, progress=TerminalProgress("baking"), preset=args.preset)
+                         speed_limit=args.speed_limit, progress=TerminalProgress("baking"), preset=args.preset, avoid=avoid)
     payload, text = finish_outputs(outcome, args.joints_out, args.report, started)
+    if avoid is not None:
+        report = outcome.result.report
+        payload["frames_in_collision"] = sorted(int(frame) for frame in report.in_collision)
+        payload["min_clearance_m"] = report.min_clearance_m
+        payload["in_collision"] = {str(k): v for k, v in report.in_collision.items()}
+        clear = report.min_clearance_m
+        text = [*text, f"clearance: least {clear * 1000:.2f} mm (margin {avoid.margin_m * 1000:g} mm)" if clear is not None
+                else "clearance: nothing measured", *(f"frame {k}: in collision, {', '.join(v)}" for k, v in sorted(report.in_collision.items()))]
     limit_payload, limit_lines, over_limits = bake_limits(args, outcome, limit_overrides)
     payload.update(limit_payload)
     if over_limits and payload.get("status") == "ok":

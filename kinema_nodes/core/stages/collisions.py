@@ -816,6 +816,8 @@ SETTLE_ITERATIONS = 20
 DESCENT_ITERATIONS = 150
 #: Time the collision stage may take after the plain solve, in plain solve budgets (SolveOptions.budget_ms).
 AVOID_BUDGETS = 4
+#: ... and never more than this (s): a bake gives each frame a budget of a minute.
+MAX_AVOID_S = 1.0
 #: A solve that stops short with a pair this close (m, beyond the margin) was stopped by that pair.
 BLOCKED_WITHIN = 0.01
 #: Seeds beyond the start and the plain answer that a cold solve tries.
@@ -982,7 +984,7 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
     iterations = base.iterations
     blockers = []
     # the collision stage's own time: a few plain budgets, counted from here
-    budget_s = time.perf_counter() - t0 + options.budget_ms / 1000.0 * AVOID_BUDGETS
+    budget_s = time.perf_counter() - t0 + min(options.budget_ms / 1000.0 * AVOID_BUDGETS, MAX_AVOID_S)
     margins = (avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)
     finished = False
     rows = _movable_rows(model, kin, avoid, problem.free)
