@@ -301,6 +301,45 @@ def prepared_tracking(robot, links, n: int, seed: int) -> dict:
     return summarise(times, pe, re, np.array(within) & (np.array(times) <= 33.0))
 
 
+#: Redundant 7-axis arms with a posture (#12.2): the slide along the family runs every frame.
+POSTURE_ARMS = (("baxter", "right_gripper_base_link"), ("tiago_pro", "arm_left_tool_link"))
+
+
+def posture_tracking(robot, link: str, n: int, seed: int) -> dict:
+    """Tracking through `solve` with a posture (the pose 40 % up every joint's range), held
+    joints as Add IK Target holds them: what a redundant arm costs live and in a bake, the
+    posture slide included (inside the kernel call)."""
+    from kinema_nodes.core.model.rotations import matrix_to_quaternion
+    from kinema_nodes.core.solve import SolveOptions, solve
+    from kinema_nodes.core.solve._bench import WARMUP_SOLVES, tracking_cases
+    from kinema_nodes.core.solve._types import IKTarget
+
+    lower = np.where(np.isfinite(robot.lower), robot.lower, -3.0)
+    upper = np.where(np.isfinite(robot.upper), robot.upper, 3.0)
+    posture = tuple(np.clip(lower + 0.4 * (upper - lower), robot.lower, robot.upper))
+    held = robot.held_joints(True)
+    options = SolveOptions(backend="numpy", held_joints=held, posture=posture)
+    _, truth, trajectory = tracking_cases(robot, link, n, seed)
+    fixed = [robot.joint_index(name) for name in held]
+    truth[:, fixed] = np.asarray(posture)[fixed]  # held joints (a torso slide, the fingers) stay put, as Add IK Target holds them
+    poses = link_pose(robot, truth, link)
+    goals = [IKTarget(link, tuple(p[:3, 3]), tuple(matrix_to_quaternion(p))) for p in poses]
+    for i in range(WARMUP_SOLVES):
+        solve(robot, goals[i], truth[i], options)
+    times, pe, re, within = [], [], [], []
+    previous = None
+    for i in range(n):
+        start = truth[i] if previous is None or trajectory[i] != trajectory[i - 1] else previous
+        t = time.perf_counter()
+        result = solve(robot, goals[i], start, options)
+        times.append((time.perf_counter() - t) * 1000.0)
+        pe.append(result.position_error)
+        re.append(result.rotation_error)
+        within.append(bool(np.all(result.joints >= robot.lower) and np.all(result.joints <= robot.upper)))
+        previous = result.joints
+    return summarise(times, pe, re, np.array(within) & (np.array(times) <= 33.0))
+
+
 def kernel_main(args) -> int:
     """The compiled-kernel rows (issue 13): NumPy backend on the numba kernel, cold and tracking,
     on Panda, UR5, xArm7 and Kinova; the plain NumPy form of the same kernel on Panda for
@@ -360,6 +399,12 @@ def kernel_main(args) -> int:
     results[f"{humanoid}|prepared|tracking"] = r
     lines.append(row(f"{humanoid} whole body, 4 targets, tracking, `prepare(...).solve`", r))
     print(lines[-1], flush=True)
+    for name, link in POSTURE_ARMS:
+        robot = load_robot(name, check_meshes=False)
+        r = posture_tracking(robot, link, args.track_n, args.seed)
+        results[f"{name}|posture|tracking"] = r
+        lines.append(row(f"{name} -> {link} (7 joints, redundant), tracking with a posture, `solve` (slide in the kernel)", r))
+        print(lines[-1], flush=True)
     robot = load_robot("panda", check_meshes=False)
     for mode in ("cold", "tracking"):
         with plain_numpy():

@@ -314,3 +314,41 @@ def test_the_posture_slide_answers_alike_on_numba_plain_numpy_and_prepare(robots
         moved = max(moved, float(np.abs(free.joints - general.joints).max()))
         current = general.joints
     assert moved > 1e-3, moved
+
+
+def test_a_warm_pyroki_solve_is_one_jitted_call_and_one_host_transfer(robots):
+    """The PyRoki backend's single solve: one call of its compiled program per warm solve that
+    converges (the inputs packed into one float32 vector, the answer back as one), never a
+    retrace for a new target, and the float64 contract after it on the kernel, not in JAX.
+    Counted on the real compiled program (a counting pass-through around its call)."""
+    from kinema_nodes.core.solve._pyroki_backend import solver_for
+
+    robot = robots("ur5")
+    link = "tool0"
+    options = SolveOptions(backend="pyroki", budget_ms=60_000)
+    rng = np.random.default_rng(4)
+    q = robot.random_configurations(1, rng)[0]
+    first = solve(robot, goals_at(robot, q, (link,)), q, options)  # compiles (or loads) the program
+    assert first.backend == "pyroki", first.fallback_reason
+    compiled = solver_for(robot, (link,))
+    real = compiled._call
+    calls = []
+
+    def counted(vector):
+        calls.append(type(vector))
+        return real(vector)
+
+    compiled._call = counted
+    try:
+        current = first.joints
+        for _ in range(8):
+            q = np.clip(q + 0.01 * rng.standard_normal(robot.dof), robot.lower, robot.upper)
+            before = len(calls)
+            result = solve(robot, goals_at(robot, q, (link,)), current, options)
+            assert result.converged and result.backend == "pyroki"
+            assert len(calls) - before == 1, "a warm converged PyRoki solve is one call of its compiled program"
+            current = result.joints
+    finally:
+        compiled._call = real
+    assert all(kind is np.ndarray for kind in calls)  # one host vector in (one transfer), no device round trips between
+    assert real._cache_size() == 1  # one trace for every target: the jit never retraced

@@ -68,8 +68,10 @@ ROUNDING = 1e-7
 #: The step length adapts between these multiples of the projected pull.
 MIN_FRACTION, MAX_FRACTION = 1e-6, 8.0
 #: J J^T is regularised by this fraction of its trace: a singular arm gets a bounded step
-#: (the least-change step's SVD cut-off, without an SVD).
-RANK_REGULARISER = 1e-12
+#: (the least-change step's SVD cut-off, without an SVD). It also leaks into the projected
+#: pull (~ this * trace / sigma_min^2 of it), which must stay well under POSTURE_STEP_TOLERANCE
+#: or the slide crawls to its iteration cap at the optimum: 1e-12 left a 1e-8 floor on TIAGo Pro.
+RANK_REGULARISER = 1e-14
 
 REVOLUTE, PRISMATIC = 0, 1
 
@@ -743,8 +745,10 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
             for c in range(k):
                 x_trial[c] = min(max(x[c] + task[c] + step[c], lower[c]), upper[c])
                 q_trial[free[c]] = x_trial[c]
-            _return_to_family(data, q_trial, x_trial, tpos, trot, twt, errors_trial, r_trial, J_trial, everything, zeros,
-                              after, toward)
+            # joints sitting out on a limit stay on it while the step returns to the family
+            # (moved off by round-off, the pull would push them back every step, a crawl)
+            _return_to_family(data, q_trial, x_trial, tpos, trot, twt, errors_trial, r_trial, J_trial, keep, zeros, after,
+                              toward)
             near = _toward(anchor, continuous, x_trial, after)
             # back on the family within the solve's tolerance (a long step whose Newton return
             # has not got there yet is shortened, so the slide never ends off target)
