@@ -818,6 +818,8 @@ DESCENT_ITERATIONS = 150
 AVOID_BUDGETS = 4
 #: ... and never more than this (s): a bake gives each frame a budget of a minute.
 MAX_AVOID_S = 1.0
+#: A pose this share of the margin clear keeps the margin (the descent settles a hair inside it).
+KEPT = 0.9
 #: A solve that stops short with a pair this close (m, beyond the margin) was stopped by that pair.
 BLOCKED_WITHIN = 0.01
 #: Seeds beyond the start and the plain answer that a cold solve tries.
@@ -883,7 +885,8 @@ def _priority_step(j_pose, r_pose, j_hinge, r_hinge, lam):
 def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, iterations, margin, deadline=math.inf, rows=None):
     """Levenberg-Marquardt on [pose residual; hinge residuals of pairs closer than `margin`],
     a step taken only when it lowers the sum of squares. Returns the best collision-free iterate
-    (pose error first; the least-penetrating one when none is free), its errors (T, 2), its
+    (one keeping the margin first, then pose error; the least-penetrating one when none is
+    free), its errors (T, 2), its
     smallest distance, the iterations used, and the pair nearest at the last iterate (what
     stopped the descent, when something did)."""
     free = problem.free
@@ -902,7 +905,7 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
     while True:
         dmin = float(pairs.d.min()) if len(pairs.d) else math.inf
         pose_cost = float(np.sum((errors * weights) ** 2))
-        key = (0, pose_cost) if dmin >= 0 else (1, -dmin)
+        key = (0 if dmin >= KEPT * margin else 1, pose_cost) if dmin >= 0 else (2, -dmin)
         if best is None or key < best[0]:
             best = (key, q.copy(), errors.copy(), dmin)
         pose_ok = bool(np.all((errors <= (tol_p, tol_r)) | (weights == 0)))
@@ -1016,7 +1019,7 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
         ok = bool(np.all((errors_done <= (tol_p, tol_r)) | (arrays.weights == 0)))
         cost = float(np.sum((errors_done * arrays.weights) ** 2))
         free = reach >= 0
-        scored.append(((0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if reach >= avoid.margin_m else 1,
+        scored.append(((0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if reach >= KEPT * avoid.margin_m else 1,
                         cost if free else -reach), q_done, errors_done, clear, ok, movable))
     scored.sort(key=lambda item: item[0])
     _, q, errors, clear, ok, movable = scored[0]
