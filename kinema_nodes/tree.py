@@ -51,8 +51,8 @@ SOCKETS = (
 class KinemaTreeNode:
     """Mix-in for every Kinema node: only in Kinema trees; shows its error; returns a spec.
 
-    A node class names its `kind`; its Blender name, label and sockets come from the node
-    registry (core/graph/registry.py)."""
+    A node class names its `kind`; its Blender name, label, icon and sockets come from the
+    node registry (core/graph/registry.py)."""
 
     kind = ""
 
@@ -60,7 +60,7 @@ class KinemaTreeNode:
         super().__init_subclass__(**kwargs)
         entry = BY_KIND.get(cls.kind)
         if entry is not None:
-            cls.bl_idname, cls.bl_label = entry.bl_idname, entry.label
+            cls.bl_idname, cls.bl_label, cls.bl_icon = entry.bl_idname, entry.label, entry.icon
 
     kinema_error: bpy.props.StringProperty(name="Error", description="Why this node cannot run")
     kinema_note: bpy.props.StringProperty(name="Note", description="What this node does for now")
@@ -68,6 +68,9 @@ class KinemaTreeNode:
     @classmethod
     def poll(cls, tree):
         return tree.bl_idname == TREE_IDNAME
+
+    def init(self, context):
+        self.add_sockets()
 
     def draw_messages(self, layout):
         if self.kinema_error:

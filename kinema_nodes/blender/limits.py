@@ -27,16 +27,23 @@ MARKER_PREFIX = "Kinema limit: "
 RETIMED_SUFFIX = " retimed"
 
 
+def _rate_limit(kind: str, power: str, one_joint: bool):
+    """A Max Acceleration or Max Jerk setting (`power` "²" or "³"): one joint's own, where 0
+    defers to the value for all joints, or that value, where 0 checks nothing."""
+    units = f"rad/s{power}, m/s{power} for a slide"
+    if one_joint:
+        description = f"This joint's {kind} limit ({units}); 0 uses the value for all joints"
+    else:
+        description = f"{kind.capitalize()} limit for every joint ({units}); 0: not checked"
+    return bpy.props.FloatProperty(name=f"Max {kind.capitalize()}", min=0.0, default=0.0, description=description)
+
+
 class KinemaJointLimit(bpy.types.PropertyGroup):
     """One joint's own acceleration and jerk limits (0: use the value for all joints)."""
 
     joint: bpy.props.StringProperty(name="Joint")
-    max_acceleration: bpy.props.FloatProperty(
-        name="Max Acceleration", min=0.0, default=0.0,
-        description="This joint's acceleration limit (rad/s², m/s² for a slide); 0 uses the value for all joints")
-    max_jerk: bpy.props.FloatProperty(
-        name="Max Jerk", min=0.0, default=0.0,
-        description="This joint's jerk limit (rad/s³, m/s³ for a slide); 0 uses the value for all joints")
+    max_acceleration: _rate_limit("acceleration", "²", one_joint=True)
+    max_jerk: _rate_limit("jerk", "³", one_joint=True)
 
 
 class KinemaLimitSettings(bpy.types.PropertyGroup):
@@ -45,12 +52,8 @@ class KinemaLimitSettings(bpy.types.PropertyGroup):
     margin: bpy.props.FloatProperty(
         name="Safety Margin", subtype="PERCENTAGE", min=0.0, max=90.0, default=0.0,
         description="Scale every limit down by this much (payload, wear, the controller's headroom)")
-    max_acceleration: bpy.props.FloatProperty(
-        name="Max Acceleration", min=0.0, default=0.0,
-        description="Acceleration limit for every joint (rad/s², m/s² for slides); 0: not checked")
-    max_jerk: bpy.props.FloatProperty(
-        name="Max Jerk", min=0.0, default=0.0,
-        description="Jerk limit for every joint (rad/s³, m/s³ for slides); 0: not checked")
+    max_acceleration: _rate_limit("acceleration", "²", one_joint=False)
+    max_jerk: _rate_limit("jerk", "³", one_joint=False)
     joints: bpy.props.CollectionProperty(type=KinemaJointLimit)
     last_check: bpy.props.StringProperty(name="Last Check", description="What the last limits check found (JSON)")
 

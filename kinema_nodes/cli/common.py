@@ -36,14 +36,20 @@ def parse_joint_values(items: list[str] | None) -> dict[str, float]:
         name, sep, text = item.rpartition("=")  # the last '=': a joint may be called "a=b", a number never is
         if not sep or not name:
             raise KinemaError(f"joint value '{item}' is not NAME=VALUE")
-        try:
-            value = float(text)
-        except ValueError:
-            raise KinemaError(f"joint value '{item}': '{text}' is not a number") from None
-        if not np.isfinite(value):
-            raise KinemaError(f"joint value '{item}' is not a finite number")
-        values[name] = value
+        values[name] = number_in_text(text, f"joint value '{item}'")
     return values
+
+
+def number_in_text(text: str, where: str) -> float:
+    """A finite number written as `text` (a joint value, a CSV field), else one line saying
+    `where` it was and why not."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise KinemaError(f"{where}: '{text}' is not a number") from None
+    if not math.isfinite(value):
+        raise KinemaError(f"{where}: '{text}' is not a finite number")
+    return value
 
 
 #: Where a command's answer and its own warnings go while it runs. Under `own_lines_only` the

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import KinemaError
-from .common import UNIT_QUATERNION_SLACK, warn
+from .common import UNIT_QUATERNION_SLACK, number_in_text, warn
 
 CSV_COLUMNS = ("frame", "x", "y", "z", "qw", "qx", "qy", "qz")
 
@@ -129,14 +128,7 @@ def read_targets_csv(path: str | Path) -> TargetTrack:
         for name, index in zip(CSV_COLUMNS, columns):
             if index >= len(row):
                 raise KinemaError(f"{where} line {line}, column {name}: missing (the row has {len(row)} fields)")
-            text = row[index].strip()
-            try:
-                value = float(text)
-            except ValueError:
-                raise KinemaError(f"{where} line {line}, column {name}: '{text}' is not a number") from None
-            if not math.isfinite(value):
-                raise KinemaError(f"{where} line {line}, column {name}: '{text}' is not a finite number")
-            values.append(value)
+            values.append(number_in_text(row[index].strip(), f"{where} line {line}, column {name}"))
         frame = values[0]
         if frame != round(frame):
             raise KinemaError(f"{where} line {line}, column frame: '{row[columns[0]].strip()}' is not a whole number")

@@ -157,18 +157,26 @@ def atomic_write(path: str | Path, mode: str = "w", what: str = "output", **open
     if "b" not in mode:
         open_args.setdefault("encoding", "utf-8")
     temporary = _temporary_beside(path, what)
-    try:
+    with _removed_on_failure(temporary, path, what):
         with open(temporary, mode, **open_args) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+    commit(temporary, path, what)
+
+
+@contextlib.contextmanager
+def _removed_on_failure(temporary: Path, path: Path, what: str) -> Iterator:
+    """If the block fails, the temporary goes and the old `path` stays; an OSError (ENOSPC
+    included) becomes one-line `OutputError`."""
+    try:
+        yield
     except OSError as exc:
         _remove_quietly(temporary)
         raise OutputError(f"cannot write {what} '{path}': {_reason(exc)}; the old file is unchanged") from None
     except BaseException:
         _remove_quietly(temporary)
         raise
-    commit(temporary, path, what)
 
 
 def write_bytes(path: str | Path, data: bytes, what: str = "output") -> Path:
@@ -192,13 +200,8 @@ def write_with(path: str | Path, writer: Callable[[Path], object], what: str = "
     path = Path(path)
     temporary = _temporary_beside(path, what)
     try:
-        writer(temporary)
-    except OSError as exc:
-        _remove_quietly(temporary)
-        raise OutputError(f"cannot write {what} '{path}': {_reason(exc)}; the old file is unchanged") from None
-    except BaseException:
-        _remove_quietly(temporary)
-        raise
+        with _removed_on_failure(temporary, path, what):
+            writer(temporary)
     finally:
         for suffix in leftovers:
             _remove_quietly(Path(str(temporary) + suffix))

@@ -16,7 +16,6 @@ class KinemaBakeNode(SolutionNode, bpy.types.Node):
     """Solves every frame of a range and keys the joints"""
 
     kind = "bake"
-    bl_icon = "KEYFRAME"
     settings = ("frame_start", "frame_end")
 
     frame_start: bpy.props.IntProperty(name="Start", default=1, update=property_changed)

@@ -10,7 +10,6 @@ class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
     """Chooses among the distinct ways the arm can reach the pose"""
 
     kind = "configuration"
-    bl_icon = "MOD_ARRAY"
     frame_settings = ("configuration_index",)
 
     configuration_index: bpy.props.IntProperty(

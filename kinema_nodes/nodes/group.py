@@ -35,8 +35,7 @@ class KinemaGroupNode(bpy.types.NodeCustomGroup):
     """A node group: another Kinema tree used here; edit it once, every user changes"""
 
     bl_idname = GROUP_IDNAME
-    bl_label = BY_KIND["group"].label
-    bl_icon = "NODETREE"
+    bl_label, bl_icon = BY_KIND["group"].label, BY_KIND["group"].icon
 
     @classmethod
     def poll(cls, tree):

@@ -17,7 +17,6 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
     """Aims a link of the robot at a control: a pose bone or any object"""
 
     kind = "ik_target"
-    bl_icon = "CON_KINEMATIC"
 
     control_object: bpy.props.PointerProperty(name="Control", type=bpy.types.Object, update=_control_changed,
                                               description="The object (or armature, with a bone) that the link reaches for")
@@ -30,9 +29,6 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
                                                   "Key it with Key Target Bone so it steps")
     position_weight: bpy.props.FloatProperty(name="Position Weight", default=1.0, min=0.0, update=property_changed)
     rotation_weight: bpy.props.FloatProperty(name="Rotation Weight", default=1.0, min=0.0, update=property_changed)
-
-    def init(self, context):
-        self.add_sockets()
 
     def draw_buttons(self, context, layout):
         layout.prop(self, "control_object", text="")

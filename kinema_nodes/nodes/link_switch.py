@@ -26,14 +26,10 @@ class KinemaLinkSwitchNode(KinemaTreeNode, bpy.types.Node):
     """Chooses which link an IK Target aims at, by frame ranges or by a driven value"""
 
     kind = "link_switch"
-    bl_icon = "LINKED"
 
     mode: bpy.props.EnumProperty(name="By", items=MODE_ITEMS, default="FRAME", update=property_changed)
     value: bpy.props.FloatProperty(name="Value", update=property_changed, description="Drive or key this to choose a row (mode Value)")
     ranges: bpy.props.CollectionProperty(type=KinemaLinkRange)
-
-    def init(self, context):
-        self.add_sockets()
 
     def add_range(self, start: float, link: str):
         row = self.ranges.add()

@@ -27,16 +27,12 @@ class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
     """The robot rig this graph drives"""
 
     kind = "robot"
-    bl_icon = "ARMATURE_DATA"
 
     rig: bpy.props.PointerProperty(name="Rig", type=bpy.types.Object, poll=_is_armature, update=property_changed,
                                    description="The armature made by Import URDF")
     role_overrides: bpy.props.CollectionProperty(type=KinemaRoleOverride, name="Roles",
                                                  description="Roles set by hand (tool point, flange, wrist, ...) for presets; "
                                                              "the others are inferred from the robot's structure")
-
-    def init(self, context):
-        self.add_sockets()
 
     def draw_buttons(self, context, layout):
         layout.prop(self, "rig", text="")

@@ -13,7 +13,7 @@ class SolutionNode(KinemaTreeNode):
     frame_settings: tuple[str, ...] = ()
 
     def init(self, context):
-        self.add_sockets()
+        super().init(context)
         if self.kind in PASSTHROUGH_NOTE and stage_function(self.kind) is None:
             self.kinema_note = PASSTHROUGH_NOTE[self.kind]
 

@@ -32,7 +32,6 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     """Solves one or more IK Targets jointly (dual arm, hands and feet) and writes the rig"""
 
     kind = "solver"
-    bl_icon = "SETTINGS"
 
     backend: bpy.props.EnumProperty(name="Solver", items=BACKEND_ITEMS, default="PYROKI", update=property_changed)
     live: bpy.props.BoolProperty(name="Live IK", default=True, update=property_changed, description="Solve continuously as the target moves")
@@ -66,9 +65,6 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     postures: bpy.props.CollectionProperty(type=KinemaPosture, name="Postures",
                                            description="Where the spare joints of a redundant arm settle: the pose at Add IK "
                                                        "Target, and the pose at each keyed hand-off from its frame on")
-
-    def init(self, context):
-        self.add_sockets()
 
     def draw_buttons(self, context, layout):
         layout.prop(self, "backend", text="")

@@ -21,7 +21,6 @@ class KinemaSwivelNode(SolutionNode, bpy.types.Node):
     """Swings the elbow around the shoulder-to-wrist line while the tool holds its pose"""
 
     kind = "swivel"
-    bl_icon = "DRIVER_ROTATIONAL_DIFFERENCE"
     frame_settings = ("swivel_angle",)
 
     swivel_angle: bpy.props.FloatProperty(

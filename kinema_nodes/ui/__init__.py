@@ -21,8 +21,9 @@ class ReportingOperator:
     bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
 
     def reported(self, work, errors: tuple = ()) -> set[str]:
-        """Run `work()` (it may return its info line): {"FINISHED"}, or {"CANCELLED"} with the
-        message when it raises a KinemaError, a ValueError or one of `errors`."""
+        """Run `work()` (it may return its info line, or a (level, line) pair such as
+        ({"WARNING"}, "...")): {"FINISHED"}, or {"CANCELLED"} with the message when it raises a
+        KinemaError, a ValueError or one of `errors`."""
         from ..core.errors import KinemaError
 
         try:
@@ -30,9 +31,17 @@ class ReportingOperator:
         except (KinemaError, ValueError, *errors) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        level, message = message if isinstance(message, tuple) else ({"INFO"}, message)
         if isinstance(message, str) and message:
-            self.report({"INFO"}, message)
+            self.report(level, message)
         return {"FINISHED"}
+
+
+def file_filter(patterns: str):
+    """An import operator's `filter_glob`: the file browser shows only these files."""
+    import bpy
+
+    return bpy.props.StringProperty(default=patterns, options={"HIDDEN"})
 
 
 class RigOperator(ReportingOperator):

@@ -8,6 +8,7 @@ from bpy_extras.io_utils import ExportHelper
 
 from ..blender import limits as rig_limits
 from ..blender.edit import active_rig
+from . import ReportingOperator
 from ..core.errors import KinemaError
 
 FORMAT_ITEMS = [
@@ -26,7 +27,7 @@ def _rig(context, name: str = ""):
     return rig if rig is not None else rig_limits.find_rig(None)
 
 
-class KINEMA_OT_export_trajectory(bpy.types.Operator, ExportHelper):
+class KINEMA_OT_export_trajectory(ReportingOperator, bpy.types.Operator, ExportHelper):
     """Export the rig's baked joint motion for a robot or a simulator"""
 
     bl_idname = "kinema.export_trajectory"
@@ -48,25 +49,23 @@ class KINEMA_OT_export_trajectory(bpy.types.Operator, ExportHelper):
         return ExportHelper.invoke(self, context, event)
 
     def execute(self, context):
+        return self.reported(lambda: self.export(context))
+
+    def export(self, context):
         from ..core.export import export
 
-        try:
-            rig = _rig(context, self.rig)
-            frames = (context.scene.frame_start, context.scene.frame_end) if self.use_scene_range else None
-            trajectory = rig_limits.rig_trajectory(rig, context.scene, frames)
-            paths = export(trajectory, self.format, bpy.path.abspath(self.filepath), topic=self.topic,
-                           model=bpy.path.abspath(self.model) if self.model else None, velocities=self.velocities)
-        except KinemaError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
+        rig = _rig(context, self.rig)
+        frames = (context.scene.frame_start, context.scene.frame_end) if self.use_scene_range else None
+        trajectory = rig_limits.rig_trajectory(rig, context.scene, frames)
+        paths = export(trajectory, self.format, bpy.path.abspath(self.filepath), topic=self.topic,
+                       model=bpy.path.abspath(self.model) if self.model else None, velocities=self.velocities)
         flagged = trajectory.report is not None and trajectory.report.flagged
-        self.report({"WARNING"} if flagged else {"INFO"},
-                    f"exported {len(trajectory.frames)} frames to {', '.join(str(p) for p in paths)}"
-                    + ("; limits exceeded (see Check Limits)" if flagged else ""))
-        return {"FINISHED"}
+        return ({"WARNING"} if flagged else {"INFO"},
+                f"exported {len(trajectory.frames)} frames to {', '.join(str(p) for p in paths)}"
+                + ("; limits exceeded (see Check Limits)" if flagged else ""))
 
 
-class KINEMA_OT_check_limits(bpy.types.Operator):
+class KINEMA_OT_check_limits(ReportingOperator, bpy.types.Operator):
     """Check the baked joint curves against velocity, acceleration and jerk limits (flags only: the animation is not changed)"""
 
     bl_idname = "kinema.check_limits"
@@ -76,38 +75,31 @@ class KINEMA_OT_check_limits(bpy.types.Operator):
     rig: bpy.props.StringProperty(name="Rig")
 
     def execute(self, context):
-        try:
-            report, _ = rig_limits.check_rig(_rig(context, self.rig), context.scene)
-        except KinemaError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        rows = report.table()
-        if rows:
-            self.report({"WARNING"}, f"{len(rows)} limit violations: "
-                        + "; ".join(f"{r['kind']} {r['joint']} ({len(r['frames'])} frames)" for r in rows[:4]))
-        else:
-            self.report({"INFO"}, "within every limit checked")
-        return {"FINISHED"}
+        def check():
+            rows = rig_limits.check_rig(_rig(context, self.rig), context.scene)[0].table()
+            if not rows:
+                return "within every limit checked"
+            return {"WARNING"}, (f"{len(rows)} limit violations: "
+                                 + "; ".join(f"{r['kind']} {r['joint']} ({len(r['frames'])} frames)" for r in rows[:4]))
+
+        return self.reported(check)
 
 
-class KINEMA_OT_retime(bpy.types.Operator):
+class KINEMA_OT_retime(ReportingOperator, bpy.types.Operator):
     """Write a retimed copy of the action: the same path at the fastest timing the velocity and acceleration limits allow (the original is kept)"""
 
     bl_idname = "kinema.retime"
     bl_label = "Retime"
-    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
 
     rig: bpy.props.StringProperty(name="Rig")
 
     def execute(self, context):
-        try:
+        def retime():
             result, action = rig_limits.retime_rig(_rig(context, self.rig), context.scene)
-        except KinemaError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"shortest executable: {result.optimal_duration_s:.2f} s (was {result.original_duration_s:.2f} s); "
+            return (f"shortest executable: {result.optimal_duration_s:.2f} s (was {result.original_duration_s:.2f} s); "
                     f"'{action.name}' has {result.frame_count} frames")
-        return {"FINISHED"}
+
+        return self.reported(retime)
 
 
 class KINEMA_OT_per_joint_limits(bpy.types.Operator):

@@ -7,21 +7,19 @@ user can act on are reported in Blender's report area, never as a traceback.
 import bpy
 from bpy_extras.io_utils import ImportHelper
 
-from . import RigOperator
+from . import ReportingOperator, RigOperator, file_filter
 from ..blender import rig
 from ..blender.edit import active_rig
 from ..core.errors import KinemaError
 
 
-class KINEMA_OT_import_urdf(bpy.types.Operator, ImportHelper):
+class KINEMA_OT_import_urdf(ReportingOperator, bpy.types.Operator, ImportHelper):
     """Import a robot from a URDF file as an armature with one bone per link, and its meshes"""
 
     bl_idname = "kinema.import_urdf"
     bl_label = "Import URDF"
-    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
-
     filename_ext = ".urdf"
-    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xacro;*.xml;*.mjcf", options={"HIDDEN"})
+    filter_glob: file_filter("*.urdf;*.xacro;*.xml;*.mjcf")
     import_collision: bpy.props.BoolProperty(
         name="Collision Geometry", default=True,
         description="Also import the collision geometry (in a hidden collection)",
@@ -36,6 +34,9 @@ class KINEMA_OT_import_urdf(bpy.types.Operator, ImportHelper):
     )
 
     def execute(self, context):
+        return self.reported(lambda: self.import_robot(context))
+
+    def import_robot(self, context) -> str:
         from ..blender.build import import_urdf
         from ..core.model.xacro import parse_xacro_args
         from .preferences import package_folders
@@ -44,15 +45,12 @@ class KINEMA_OT_import_urdf(bpy.types.Operator, ImportHelper):
             folders = package_folders(context) + ([bpy.path.abspath(self.package_path)] if self.package_path.strip() else [])
             rig_object = import_urdf(context, self.filepath, collision=self.import_collision,
                                      package_path=folders, xacro_args=parse_xacro_args(self.xacro_args.split()))
-        except KinemaError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
+        except KinemaError:
+            raise
         except Exception as exc:  # noqa: BLE001 -- the importer has already removed what it made
-            self.report({"ERROR"}, f"Import of '{self.filepath}' failed: {type(exc).__name__}: {exc}")
-            return {"CANCELLED"}
+            raise KinemaError(f"Import of '{self.filepath}' failed: {type(exc).__name__}: {exc}") from None
         robot = rig.robot_for_rig(rig_object)
-        self.report({"INFO"}, f"Imported '{robot.name}': {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'")
-        return {"FINISHED"}
+        return f"Imported '{robot.name}': {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'"
 
 
 class KINEMA_OT_key_all_joints(RigOperator, bpy.types.Operator):

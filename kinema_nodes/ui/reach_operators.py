@@ -6,18 +6,16 @@ from __future__ import annotations
 import bpy
 from bpy_extras.io_utils import ImportHelper
 
-from ..core.errors import KinemaError
+from . import ReportingOperator, file_filter
 
 
-class KINEMA_OT_import_reach_map(bpy.types.Operator, ImportHelper):
+class KINEMA_OT_import_reach_map(ReportingOperator, bpy.types.Operator, ImportHelper):
     """Import a reachability map (.npz from kinema-nodes reach) as points coloured by reachability index"""
 
     bl_idname = "kinema.import_reach_map"
     bl_label = "Import Reachability Map"
-    bl_options = {"REGISTER", "UNDO"}  # noqa: RUF012 -- Blender reads a set
-
     filename_ext = ".npz"
-    filter_glob: bpy.props.StringProperty(default="*.npz", options={"HIDDEN"})
+    filter_glob: file_filter("*.npz")
     include_unreachable: bpy.props.BoolProperty(name="Unreachable Cells", default=False,
                                                 description="also add a point for cells no orientation reaches (index 0)")
     parent_to_rig: bpy.props.BoolProperty(name="Parent to Active Rig", default=True,
@@ -28,13 +26,12 @@ class KINEMA_OT_import_reach_map(bpy.types.Operator, ImportHelper):
 
         active = context.active_object
         parent = active if self.parent_to_rig and active is not None and active.type == "ARMATURE" else None
-        try:
+
+        def work():
             obj = import_reach_map(context, bpy.path.abspath(self.filepath), self.include_unreachable, parent=parent)
-        except KinemaError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        self.report({"INFO"}, f"imported {len(obj.data.vertices)} cells as '{obj.name}'")
-        return {"FINISHED"}
+            return f"imported {len(obj.data.vertices)} cells as '{obj.name}'"
+
+        return self.reported(work)
 
 
 def _menu(self, context):

@@ -49,22 +49,23 @@ class NodeKind:
     multi_input: tuple[str, ...] = ()  # input sockets that take many links
     stage: str | None = None  # module in core/stages with apply_stage (nodes after the solver)
     in_spec: bool = True  # False: flattened away before validation (the Group node)
+    icon: str = "NODE"  # the node's Blender icon
 
 
 NODES = (
-    NodeKind("robot", "KinemaRobotNode", "Robot", "Input", "robot", outputs=(("Robot", "Robot"),)),
+    NodeKind("robot", "KinemaRobotNode", "Robot", "Input", "robot", outputs=(("Robot", "Robot"),), icon="ARMATURE_DATA"),
     NodeKind("ik_target", "KinemaIKTargetNode", "IK Target", "Input", "ik_target",
-             inputs=(("Robot", "Robot"), ("Link", "Link")), outputs=(("Target", "Target"),)),
-    NodeKind("link_switch", "KinemaLinkSwitchNode", "Link Switch", "Input", "link_switch", outputs=(("Link", "Link"),)),
+             inputs=(("Robot", "Robot"), ("Link", "Link")), outputs=(("Target", "Target"),), icon="CON_KINEMATIC"),
+    NodeKind("link_switch", "KinemaLinkSwitchNode", "Link Switch", "Input", "link_switch", outputs=(("Link", "Link"),), icon="LINKED"),
     NodeKind("solver", "KinemaSolverNode", "Solver", "Solve", "solver",
              inputs=(("Targets", "Target"), ("Obstacles", "Collection")), outputs=(("Solution", "Solution"),),
-             multi_input=("Targets",)),
+             multi_input=("Targets",), icon="SETTINGS"),
     NodeKind("swivel", "KinemaSwivelNode", "Elbow Swivel", "Solve", "swivel",
-             inputs=(("Solution", "Solution"),), outputs=(("Solution", "Solution"),), stage="swivel"),
+             inputs=(("Solution", "Solution"),), outputs=(("Solution", "Solution"),), stage="swivel", icon="DRIVER_ROTATIONAL_DIFFERENCE"),
     NodeKind("configuration", "KinemaConfigurationNode", "Configuration Select", "Solve", "configuration",
-             inputs=(("Solution", "Solution"),), outputs=(("Solution", "Solution"),), stage="configurations"),
-    NodeKind("bake", "KinemaBakeNode", "Bake", "Output", "bake", inputs=(("Solution", "Solution"),)),
-    NodeKind("group", "KinemaGroupNode", "Group", "Group", "group", in_spec=False),
+             inputs=(("Solution", "Solution"),), outputs=(("Solution", "Solution"),), stage="configurations", icon="MOD_ARRAY"),
+    NodeKind("bake", "KinemaBakeNode", "Bake", "Output", "bake", inputs=(("Solution", "Solution"),), icon="KEYFRAME"),
+    NodeKind("group", "KinemaGroupNode", "Group", "Group", "group", in_spec=False, icon="NODETREE"),
 )
 
 BY_KIND = {n.kind: n for n in NODES}

@@ -93,13 +93,9 @@ def _compile(path: Path):
         import mujoco
     except ImportError:
         raise RobotFileError(path, "is a MuJoCo model (MJCF); reading it needs the 'mujoco' package (pip install mujoco)") from None
-    try:
-        size = path.stat().st_size
-        if size > MAX_MJCF_BYTES:
-            raise RobotFileError(path, f"file is {size / 1e6:.0f} MB; refusing MJCF over {MAX_MJCF_BYTES / 1e6:.0f} MB")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RobotFileError(path, f"cannot read: {exc.strerror or exc}") from None
+    from .robot import read_robot_file
+
+    data = read_robot_file(path, MAX_MJCF_BYTES, "MJCF")
     if _ENTITY_OR_DOCTYPE.search(data):
         raise RobotFileError(path, "declares a DOCTYPE or XML entities; refused (MJCF never needs them)")
     try:

@@ -758,6 +758,18 @@ def set_load_defaults(package_path=(), xacro_args: dict[str, str] | None = None)
     LOAD_DEFAULTS["xacro_args"] = dict(xacro_args or {})
 
 
+def read_robot_file(path: Path, limit: int, kind: str) -> bytes:
+    """A robot file's bytes, read once: over `limit` bytes, or unreadable, it is one line
+    naming the file (`kind` says what is refused: "URDFs", "MJCF")."""
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise RobotFileError(path, f"file is {size / 1e6:.0f} MB; refusing {kind} over {limit / 1e6:.0f} MB")
+        return path.read_bytes()
+    except OSError as exc:
+        raise RobotFileError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
 def load_robot(
     name_or_path: str | Path, check_meshes: bool = True, *, package_path=None, xacro_args: dict[str, str] | None = None
 ) -> RobotModel:
@@ -791,13 +803,7 @@ def load_robot(
         robot = robot_from_urdf_text(text, path, check_meshes=check_meshes, search=search, notes=notes)
         robot.source_format = "mjcf"
         return robot
-    try:
-        size = path.stat().st_size
-        if size > MAX_URDF_BYTES:
-            raise RobotFileError(path, f"file is {size / 1e6:.0f} MB; refusing URDFs over {MAX_URDF_BYTES / 1e6:.0f} MB")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RobotFileError(path, f"cannot read: {exc.strerror or exc}") from None
+    data = read_robot_file(path, MAX_URDF_BYTES, "URDFs")
     try:
         return robot_from_urdf_text(data, path, check_meshes=check_meshes, search=search)
     except RobotFileError as exc:
