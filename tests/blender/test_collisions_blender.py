@@ -163,7 +163,7 @@ def test_a_goal_inside_an_obstacle_stops_short_and_the_readout_names_the_obstacl
 
     q = read_joint_values(rig, robot)
     distance, _ = mesh_distance(meshes, q, fcl_obstacles(bpy, rig, [wall]))
-    assert distance > 0.0
+    assert distance > 0.0, (solver.summary, solver.clearance_text)
     reached = link_pose(robot, q, "tool0")[:3, 3]
     assert np.linalg.norm(reached - goal) > 0.05
 
