@@ -202,7 +202,7 @@ def main() -> int:
     if panda:
         lines += [
             (f"**Panda** (`panda`, `panda_link8`, 7 arm joints), {panda['n']} random reachable poses; branches compared at the "
-             "current elbow swivel (see `core/configurations.py`)."),
+             "current elbow swivel (see `core/stages/configurations.py`)."),
             "",
             "| >= 4 distinct branches | median count | counts (branches: poses) | median ms | p95 ms | median CPU ms |",
             "|---|---|---|---|---|---|",
@@ -216,7 +216,7 @@ def main() -> int:
                 (f"The first {panda['wide']} poses searched ten times as widely (400 seeds a round, 8 rounds): >= 4 distinct "
                  f"branches in {panda['wide_at_least_4'] * 100:.1f} % of them (the default search: "
                  f"{panda['default_at_least_4_on_wide'] * 100:.1f} % of the same poses). That is what this definition of "
-                 "distinct (at the current elbow swivel) allows: the 95 % target is not reachable by searching harder."),
+                 "distinct (at the current elbow swivel) allows there: searching harder does not come near the 95 % target."),
                 "",
             ]
     if sweep:
