@@ -118,6 +118,32 @@ def write_pass(bpy, rig, robot, q, frames):
     return cpu
 
 
+def interleaved(bpy, rig, solver, control, frames, block=25):
+    """Kinema live IK (NumPy), Blender's IK constraint and no IK at all in alternating blocks of
+    `block` frames along the same scrub, so the three see the same machine load. Returns CPU ms
+    per frame_set for each."""
+    constraint = rig.pose.bones["panda_link7"].constraints.new("IK")
+    constraint.target = rig
+    constraint.subtarget = control
+    constraint.chain_count = 7
+    constraint.use_tail = False
+    times = {"kinema": [], "blender": [], "none": []}
+    try:
+        for first in range(1, frames + 1, block):
+            for mode, cpu in times.items():
+                solver.live = mode == "kinema"
+                constraint.mute = mode != "blender"
+                bpy.context.scene.frame_set(max(first - 1, 1))  # the switch settles here, untimed
+                for frame in range(first, min(first + block, frames + 1)):
+                    c0 = time.thread_time()
+                    bpy.context.scene.frame_set(frame)
+                    cpu.append((time.thread_time() - c0) * 1000.0)
+    finally:
+        rig.pose.bones["panda_link7"].constraints.remove(constraint)
+        solver.live = True
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=500)
@@ -169,6 +195,9 @@ def main() -> int:
         rows[backend] = (frame_ms, solve_ms, converged, frame_cpu)
         if backend == "NUMPY":
             parts = breakdown(bpy, tree, rig, robot, args.frames)
+            write_joint_values(rig, robot, start)
+            scrub(bpy, 20)
+            side_by_side = interleaved(bpy, rig, solver, target.control_bone, args.frames)
 
     # Re-compiling after an edit (solver compilation cached).
     compile_ms = []
@@ -239,7 +268,14 @@ def main() -> int:
         f"{percentile(off_cpu, 95):.3f} | — | — |",
         f"| a handler writing a changing pose, nothing else | — | — | {med(write_cpu):.3f} | {percentile(write_cpu, 95):.3f} | — | — |",
         "",
-        f"Ratios to Blender's IK constraint per frame_set, CPU: NumPy {med(rows['NUMPY'][3]) / med(blender_cpu):.2f}×, "
+        f"Side by side in alternating blocks of 25 frames along the same scrub (the same load for all three), CPU ms "
+        f"per frame_set, median (p95): Kinema NumPy {med(side_by_side['kinema']):.3f} "
+        f"({percentile(side_by_side['kinema'], 95):.3f}), Blender IK constraint {med(side_by_side['blender']):.3f} "
+        f"({percentile(side_by_side['blender'], 95):.3f}), no IK {med(side_by_side['none']):.3f} "
+        f"({percentile(side_by_side['none'], 95):.3f}): **Kinema NumPy / Blender IK = "
+        f"{med(side_by_side['kinema']) / med(side_by_side['blender']):.2f}×**; Kinema beyond no IK "
+        f"{med(side_by_side['kinema']) - med(side_by_side['none']):.3f} ms, of which the solver {med(rows['NUMPY'][1]):.3f} ms.  ",
+        f"Ratios to Blender's IK constraint per frame_set, sequential rows above, CPU: NumPy {med(rows['NUMPY'][3]) / med(blender_cpu):.2f}×, "
         f"PyRoki {med(rows['PYROKI'][3]) / med(blender_cpu):.2f}×; wall: NumPy {med(rows['NUMPY'][0]) / med(blender_ik_ms):.2f}×, "
         f"PyRoki {med(rows['PYROKI'][0]) / med(blender_ik_ms):.2f}×.  ",
         f"Re-compiling the graph after an edit: median {med(compile_ms):.3f} ms, max {max(compile_ms):.3f} ms; "
