@@ -981,7 +981,7 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
             seed = start.copy()
             seed[problem.free] = q[problem.free]
             seeds.append(seed)
-    candidates = []
+    candidates = [start]  # the start itself: an answer no worse than where the arm is, whatever time allows
     if base.converged and base_clear.min_m >= 0:
         candidates.append(base.joints)
     iterations = base.iterations
