@@ -1,6 +1,6 @@
 """Find Solutions and ◀ ▶ in real Blender, through the tree's Configuration-Select node, and the
 `configs` command. The search itself (against the UR5's closed form) is tested in
-tests/core/test_configurations.py."""
+tests/core/test_find_configurations.py."""
 
 from __future__ import annotations
 

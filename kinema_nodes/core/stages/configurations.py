@@ -44,7 +44,7 @@ DISTINCT_RAD = 0.05
 #: Random seeds per round (arms without a spare joint, and redundant arms), and most rounds;
 #: the search stops early after a round with no new branch.
 SEEDS_PER_ROUND = 16
-SEEDS_PER_ROUND_REDUNDANT = 48
+SEEDS_PER_ROUND_REDUNDANT = 64
 MAX_ROUNDS = 6
 MIN_ROUNDS = 2
 #: Most kernel iterations per descent (a seed that stops improving stops sooner).
@@ -53,6 +53,9 @@ ITERATIONS = 40
 #: (rad) a settled seed may come to a branch already found before it is dropped.
 SETTLE_ITERATIONS = 6
 SETTLED_KNOWN = 0.1
+#: On a redundant arm a random seed gives up after this many iterations without progress: there
+#: many cheap seeds found as many branches as fewer patient ones (the kernel's own window: 10).
+REDUNDANT_STALL = 3
 #: Iterations of the long swing that decides whether a family's end truly misses the swivel.
 END_ITERATIONS = 150
 #: A redundant arm's solution within this of the reference swivel (rad) reached it.
@@ -162,9 +165,10 @@ def find_configurations(
     if seeds_per_round is None:
         seeds_per_round = SEEDS_PER_ROUND if spare is None else SEEDS_PER_ROUND_REDUNDANT
 
-    def descend(seeds, swivel=None):
+    def descend(seeds, swivel=None, stall=None):
+        patience = {} if stall is None else {"stall_window": stall}
         q, errors, _, _, _ = descend_batch(problem, seeds, arrays, tol_p, tol_r, ITERATIONS,
-                                           swivel_links=None if swivel is None else swivel_at[0], swivel=swivel)
+                                           swivel_links=None if swivel is None else swivel_at[0], swivel=swivel, **patience)
         return q, converged(errors, arrays.weights, tol_p, tol_r)
 
     def swivel_miss(q, wanted):
@@ -193,7 +197,7 @@ def find_configurations(
         # A settled flip already on a branch found (or on another settled flip) adds nothing.
         seeds = seeds[_new_branch_rows(robot, seeds, found, SETTLED_KNOWN)]
         seeds = np.concatenate([seeds, _random_seeds(problem, current, seeds_per_round, rng)])
-        q, ok = descend(seeds)
+        q, ok = descend(seeds, stall=REDUNDANT_STALL if spare is not None else None)
         q = q[ok]
         misses = np.zeros(len(q))
         if spare is not None and len(q):
