@@ -92,6 +92,7 @@ def run_reach(args) -> int:
         "mean_index_reachable": float(index[index > 0].mean()) if (index > 0).any() else 0.0,
         "poses_solved": int(sum(r.poses for r in results)),
         "cpu_seconds": round(sum(r.cpu_seconds for r in results), 3),
+        "setup_seconds": round(sum(r.setup_seconds for r in results), 3),
         "poses_per_cpu_second": round(poses / max(sum(r.cpu_seconds for r in results), 1e-9), 1),
         "solved_poses_per_cpu_second": round(sum(r.poses for r in results) / max(sum(r.cpu_seconds for r in results), 1e-9), 1),
         "workers": workers, "solve_seconds": round(solve_seconds, 3),

@@ -66,7 +66,7 @@ def _targets(problem: ChainProblem, positions, rotations, weights) -> np.ndarray
 
 
 def solve_poses(problem: ChainProblem, positions, rotations, starts, *, position_tolerance: float = 1e-5,
-                rotation_tolerance: float = 1e-5, max_iterations: int = 100, stall_window: int = _kernel.STALL_WINDOW,
+                rotation_tolerance: float = 1e-5, max_iterations=100, stall_window: int = _kernel.STALL_WINDOW,
                 weights=None, compiled: bool | None = None) -> PoseSolutions:
     """Solve P poses of `problem`'s links (`problem_for`), each from its starts in order until
     one converges.
@@ -74,7 +74,9 @@ def solve_poses(problem: ChainProblem, positions, rotations, starts, *, position
     positions (P, 3) / rotations (P, 3, 3) rotation matrices for one link, or (P, T, 3) /
     (P, T, 3, 3) for T links; `weights` (P, T, 2) or broadcastable, default 1. `starts` (S, n)
     shared by every pose or (P, S, n) per pose; a start holding a NaN is skipped for its pose (a
-    neighbour's witness that does not exist). Bad numbers: KinemaError, nothing solved.
+    neighbour's witness that does not exist). `max_iterations`: one bound, or one per start (a
+    start near its answer converges in a few iterations or not at all; a random one may need
+    many). Bad numbers: KinemaError, nothing solved.
     """
     from ._numpy_backend import cost_of, kernel_chain
 
@@ -86,6 +88,7 @@ def solve_poses(problem: ChainProblem, positions, rotations, starts, *, position
         starts = np.broadcast_to(starts, (poses, *starts.shape))
     if starts.ndim != 3 or starts.shape[0] != poses or starts.shape[2] != robot.dof:
         raise KinemaError(f"solve_poses wants starts (S, {robot.dof}) or ({poses}, S, {robot.dof}), got {starts.shape}")
+    limits = np.broadcast_to(np.asarray(max_iterations, dtype=np.int64), (starts.shape[1],))
     chain = kernel_chain(problem)
     count = len(problem.links)
     q = np.tile(robot.mid_configuration(), (poses, 1))
@@ -102,7 +105,7 @@ def solve_poses(problem: ChainProblem, positions, rotations, starts, *, position
             continue
         q_s, errors_s, _, its, ok = _kernel.solve_rows(
             chain, np.ascontiguousarray(rows[todo]), todo.astype(np.int64), tpos, trot, twt, np.zeros(len(todo)),
-            position_tolerance, rotation_tolerance, max_iterations, stall_window, False, compiled=compiled, packed=packed)
+            position_tolerance, rotation_tolerance, int(limits[s]), stall_window, False, compiled=compiled, packed=packed)
         iterations[todo] += its
         starts_run[todo] += 1
         cost_s = cost_of(errors_s, packed[todo, :, 12:])
