@@ -66,14 +66,9 @@ OBSTACLE_COLLECTION = "Kinema Obstacles"
 
 
 def _pose_matrix(pose):
-    import numpy as np
+    from ..core.model.rotations import pose_matrix
 
-    from ..core.stages.collisions import _rotation
-
-    matrix = np.eye(4)
-    matrix[:3, :3] = _rotation(pose[3:])
-    matrix[:3, 3] = pose[:3]
-    return matrix
+    return pose_matrix(pose[:3], pose[3:])
 
 
 def _capsule_surface(length: float, radius: float, segments: int = 24, rings: int = 6):

@@ -271,7 +271,9 @@ def test_obstacle_file_round_trip(tmp_path):
     assert world.names == ("table", "sphere 2", "post", "mesh 4") and world.ground
     mesh = world.obstacles[3]
     corners = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.05, 0.05) for z in (-0.15, 0.15)])
-    rotation = C._rotation((0.7071068, 0, 0, 0.7071068))
+    from kinema_nodes.core.model.rotations import quaternion_to_matrix
+
+    rotation = quaternion_to_matrix(np.array([0.7071068, 0, 0, 0.7071068]))
     placed = corners @ rotation.T + np.array([0.4, -0.3, 0.3])
     for point in placed:
         assert min(np.linalg.norm(point - (np.array(a) + np.clip((point - a) @ (np.array(b) - a) / max(np.sum((np.array(b) - a) ** 2), 1e-18), 0, 1) * (np.array(b) - a))) - r

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KinemaError, RobotFileError
+from ..model.rotations import quaternion_to_matrix
 
 #: Largest obstacle file read, and most primitives in it.
 MAX_OBSTACLE_BYTES = 16 * 1024 * 1024
@@ -47,13 +48,6 @@ class ObstacleFileError(KinemaError):
 
 
 # ---- primitives -------------------------------------------------------------------------
-
-def _rotation(wxyz) -> np.ndarray:
-    w, x, y, z = wxyz
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
 
 @dataclass(frozen=True)
 class Box:
@@ -148,7 +142,7 @@ def _world_arrays(world: World) -> dict:
     box_rot, box_centre, box_half, box_name = [], [], [], []
     for obstacle, name in zip(world.obstacles, world.names):
         if isinstance(obstacle, Box):
-            box_rot.append(_rotation(obstacle.pose[3:]))
+            box_rot.append(quaternion_to_matrix(obstacle.pose[3:]))
             box_centre.append(obstacle.pose[:3])
             box_half.append(np.asarray(obstacle.size, dtype=float) / 2)
             box_name.append(name)
@@ -266,7 +260,7 @@ def mesh_obstacle(source, where: str, filename, pose, name: str, base_dir: Path,
         vertices, _ = load_mesh_arrays(real, scale, source=source, filename=filename)
     except RobotFileError as exc:
         raise ObstacleFileError(source, f"{where}: {exc.problem}") from None
-    rotation, offset = _rotation(pose[3:]), np.asarray(pose[:3])
+    rotation, offset = quaternion_to_matrix(pose[3:]), np.asarray(pose[:3])
     placed = vertices @ rotation.T + offset
     capsules = tuple((tuple(a.tolist()), tuple(b.tolist()), float(r)) for a, b, r in fit_capsules(placed))
     return MeshObstacle(str(real), pose, name, tuple(scale), capsules)
@@ -957,7 +951,7 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
     """`solve` under `options.avoid` (see the module docstring). `plain_solve` is the solve
     without avoidance (core.solve's own), so this stage adds only the collision part."""
     from ..solve import check_targets, problem_for
-    from ..solve._types import SolveResult
+    from ..solve import SolveResult
 
     t0 = time.perf_counter()
     avoid = options.avoid
