@@ -158,7 +158,10 @@ def _fit_one(points: np.ndarray, shape: str) -> LocalFit:
     best = min(candidates, key=lambda fit: fit.volume)
     if best.volume <= AUTO_VOLUME_RATIO * MIN_THICKNESS ** 3:
         return best
-    hull = fit_convex(points)
+    try:
+        hull = fit_convex(points)
+    except KinemaError:  # no qhull here (SciPy missing): the primitive, which still holds the mesh
+        return best
     if best.volume > AUTO_VOLUME_RATIO * hull.volume:
         return hull
     return best
@@ -315,7 +318,10 @@ def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.nd
 def _hull(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(vertices, triangles) of the convex hull (qhull, as trimesh's own hull uses); a flat or
     tiny piece: the hull of its box's corners."""
-    from scipy.spatial import ConvexHull, QhullError
+    try:
+        from scipy.spatial import ConvexHull, QhullError
+    except ImportError:
+        raise KinemaError("convex pieces need SciPy (its qhull): pip install scipy, or choose Box, Sphere or Capsule") from None
 
     try:
         hull = ConvexHull(points)
