@@ -103,6 +103,8 @@ def world_primitives(collection, rig, depsgraph=None) -> tuple[list, list[str]]:
     to_root = np.array(rig.matrix_world.inverted_safe(), dtype=float)
     primitives, names = [], []
     for obj in obstacle_objects(collection):
+        if _part_of(obj, rig):  # the robot's own meshes (or its collision model) are not obstacles to it
+            continue
         matrix = to_root @ np.array(obj.matrix_world, dtype=float)
         fit_key, fits = _keyed_fits(obj, depsgraph)
         key = (fit_key, matrix.tobytes())
@@ -113,6 +115,15 @@ def world_primitives(collection, rig, depsgraph=None) -> tuple[list, list[str]]:
         primitives += placed
         names += [obj.name] * len(placed)
     return primitives, names
+
+
+def _part_of(obj, rig) -> bool:
+    parent = obj.parent
+    while parent is not None:
+        if parent == rig:
+            return True
+        parent = parent.parent
+    return False
 
 
 #: The ground as an obstacle when the rig does not stand on it (a box whose top is world Z = 0).

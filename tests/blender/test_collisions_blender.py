@@ -115,6 +115,11 @@ def test_the_solver_node_takes_an_obstacle_collection_and_the_panel_section_sets
     assert top == pytest.approx(-0.4, abs=1e-6)  # float32 location; world Z = 0 is 0.4 m below the rig's root
     rig.location.z = 0.0
     solver.ground = False
+    # the robot's own meshes in the collection are not obstacles to it
+    own = next(obj for obj in bpy.data.objects if obj.type == "MESH" and obj.parent == rig)
+    solver.obstacles.objects.link(own)
+    world = evaluator.frame_inputs(tree, evaluator.program_for(tree), step, 1).values[step.node]["world"]
+    assert world.names == ("Crate",)
     # switching World off leaves the collection on the node but avoids nothing
     solver.avoid_world = False
     assert evaluator.program_for(tree).steps[0].options.avoid is None
