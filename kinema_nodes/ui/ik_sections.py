@@ -101,7 +101,7 @@ class KINEMA_PT_ik_configuration(_Section, bpy.types.Panel):
         if not node.solutions_found:
             layout.label(text="No configuration reaches the target", icon="INFO")
             return
-        index = node.configuration_index
+        index = min(node.configuration_index, node.solutions_found)  # a keyed index past the end shows the last
         row = layout.row(align=True)
         row.operator("kinema.step_configuration", text="", icon="TRIA_LEFT").step = -1
         label = f"{index} of {node.solutions_found}" if index > 0 else f"the solver's own of {node.solutions_found}"
