@@ -402,7 +402,7 @@ def test_humanoid_hands_crossing_in_front_of_the_chest_never_interpenetrate(blen
     hands keyed to swap sides in front of the chest at one height, one Solver, Self on. Without
     avoidance the hands pass through each other (FCL: 0 on six frames); with it no frame's meshes
     touch (FCL on the URDF's collision meshes of every left-arm link against every right-arm link),
-    and the hands get past each other by the last frame. ~40 s at load 7 (the import and the pair
+    and the hands get past each other by the last frame. 40-90 s at load 5-7 (the import and the pair
     computation of a 22-link robot)."""
     bpy = blender
     from mesh_check import self_distance
