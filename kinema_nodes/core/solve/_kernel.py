@@ -390,25 +390,31 @@ def _normal(J, r, A, g):
             A[b, a] = s
 
 
-def _damped_solve(A, g, damping, keep, step):
-    """step = (A + damping I)^-1 g over the kept joints (the others get 0), by Cholesky: the
-    damped normal matrix is symmetric positive definite."""
-    k = g.shape[0]
-    L = np.zeros((k, k))
-    for a in range(k):
+def _cholesky(A, shift, keep, L):
+    """L L^T = A + shift I over the kept rows (lower triangle of L; a row not kept gets 1 on the
+    diagonal and zeros elsewhere). L may be A itself when every row is kept."""
+    for a in range(A.shape[0]):
         if not keep[a]:
             L[a, a] = 1.0
             continue
         for b in range(a + 1):
             if not keep[b]:
                 continue
-            s = A[a, b] + (damping if a == b else 0.0)
+            s = A[a, b] + (shift if a == b else 0.0)
             for c in range(b):
                 s -= L[a, c] * L[b, c]
             if a == b:
                 L[a, a] = math.sqrt(max(s, 1e-300))
             else:
                 L[a, b] = s / L[b, b]
+
+
+def _damped_solve(A, g, damping, keep, step):
+    """step = (A + damping I)^-1 g over the kept joints (the others get 0), by Cholesky: the
+    damped normal matrix is symmetric positive definite."""
+    k = g.shape[0]
+    L = np.zeros((k, k))
+    _cholesky(A, damping, keep, L)
     y = np.empty(k)
     for a in range(k):
         s = g[a] if keep[a] else 0.0
@@ -438,25 +444,15 @@ def _min_norm(J, v, keep, toward, task, pull):
             M[a, b] = s
             M[b, a] = s
         trace += M[a, a]
-    eps = RANK_REGULARISER * trace + 1e-300
     y = np.empty((rows, 2))
     for a in range(rows):
-        M[a, a] += eps
         s = 0.0
         for c in range(k):
             if keep[c]:
                 s += J[a, c] * toward[c]
         y[a, 0] = v[a]
         y[a, 1] = s
-    for a in range(rows):  # M = L L^T in place (lower triangle)
-        for b in range(a + 1):
-            s = M[a, b]
-            for c in range(b):
-                s -= M[a, c] * M[b, c]
-            if a == b:
-                M[a, a] = math.sqrt(max(s, 1e-300))
-            else:
-                M[a, b] = s / M[b, b]
+    _cholesky(M, RANK_REGULARISER * trace + 1e-300, np.ones(rows, dtype=np.bool_), M)  # in place
     for h in range(2):
         for a in range(rows):
             s = y[a, h]
@@ -889,9 +885,9 @@ def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, pos
 
 # ---- building the two forms --------------------------------------------------------------------
 
-_LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal", "_damped_solve",
-           "_min_norm", "_converged", "_descend", "_family_error", "_toward", "_return_to_family", "_settle", "_solve_rows",
-           "_unpack", "_packed_rows")
+_LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
+           "_cholesky", "_damped_solve", "_min_norm", "_converged", "_descend", "_family_error", "_toward",
+           "_return_to_family", "_settle", "_solve_rows", "_unpack", "_packed_rows")
 _lock = threading.Lock()
 _numpy_form: types.FunctionType | None = None
 _numba_form = None
