@@ -56,11 +56,13 @@ class CollisionModel:
     allowed_source: str  # "computed" or the SRDF's path
     moving: np.ndarray  # (C,) bool: the capsule's link is moved by some joint
     geometry_source: dict  # link -> "collision" | "visual"
-    #: Each link's convex hull vertices in its frame, all links one after another in
-    #: `robot.links` order (link l's are hull_local[hull_start[l]:hull_start[l + 1]]; none for a
-    #: link without geometry or with sphere geometry): the solver tightens near pairs with them.
+    #: Convex pieces of the links' geometry (each piece's hull vertices in its link's frame, one
+    #: piece after another: piece p is hull_local[piece_start[p]:piece_start[p + 1]]; link l's
+    #: pieces are link_pieces[l] .. link_pieces[l + 1] - 1, in `robot.links` order; none for a link
+    #: without geometry or with sphere geometry): the solver tightens near pairs with them.
     hull_local: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    hull_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    piece_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    link_pieces: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
 
     @property
     def link_set(self) -> tuple[str, ...]:
@@ -123,8 +125,10 @@ def link_geometry(robot: RobotModel, link: str) -> tuple[list[np.ndarray], list[
                 if ref is None:
                     raise RobotFileError(robot.path or robot.name, f"link '{link}' {role} mesh '{geometry.mesh.filename}' "
                                                                    "could not be found for its collision model")
-                vertices, _ = load_mesh_arrays(ref.path, ref.scale, source=robot.path or ref.path, filename=ref.filename)
-                points = _hull_points(vertices)
+                vertices, faces = load_mesh_arrays(ref.path, ref.scale, source=robot.path or ref.path, filename=ref.filename)
+                for points in convex_pieces(vertices, faces):
+                    clouds.append(points @ origin[:3, :3].T + origin[:3, 3])
+                continue
             else:
                 got = _primitive_points(geometry)
                 if got is None:
@@ -155,6 +159,49 @@ def _mesh_refs(robot: RobotModel) -> list:
             refs = find_refs(Path(robot.path), robot.urdf, PackageSearchPath(robot_file=Path(robot.path)))
         cache["refs"] = refs
     return cache["refs"]
+
+
+#: A mesh is cut into up to this many pieces (its triangles grouped by where they lie) ...
+MAX_MESH_PIECES = 4
+#: ... when their hulls hold it at most this share of its one hull's volume (an L-shaped link).
+PIECES_BELOW = 0.8
+
+
+def convex_pieces(vertices: np.ndarray, faces: np.ndarray) -> list[np.ndarray]:
+    """A mesh as the hull vertices of one to `MAX_MESH_PIECES` groups of its triangles (grouped in
+    equal lengths along its main axis). Every triangle lies whole in its group's hull, so the pieces hold the
+    mesh's surface; a concave part (an elbow housing on a tube) is wrapped tighter than by one hull."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    whole = _hull_points(vertices)
+    try:
+        volume = ConvexHull(whole).volume
+    except (QhullError, ValueError):
+        return [whole]
+    if len(faces) < 8 or volume <= 0:
+        return [whole]
+    centroids = vertices[faces].mean(axis=1)
+    centre = centroids.mean(axis=0)
+    _, _, vt = np.linalg.svd(centroids - centre, full_matrices=False)
+    t = (centroids - centre) @ vt[0]
+    best, best_volume = [whole], volume
+    for count in range(2, MAX_MESH_PIECES + 1):
+        edges = np.linspace(t.min(), t.max(), count + 1)[1:-1]
+        group = np.searchsorted(edges, t)
+        pieces, total = [], 0.0
+        for g in range(count):
+            corners = vertices[faces[group == g]].reshape(-1, 3)
+            if not len(corners):
+                continue
+            piece = _hull_points(corners)
+            try:
+                total += ConvexHull(piece).volume
+            except (QhullError, ValueError):
+                pass
+            pieces.append(piece)
+        if total < PIECES_BELOW * best_volume:
+            best, best_volume = pieces, total
+    return best
 
 
 def _hull_points(points: np.ndarray) -> np.ndarray:
@@ -259,12 +306,14 @@ def fit_capsules(points: np.ndarray, max_pieces: int = MAX_PIECES) -> list[tuple
 
 def _build(robot: RobotModel, srdf) -> CollisionModel:
     links, a, b, radius, source = [], [], [], [], {}
-    hulls, hull_start = [], [0]
+    hulls, piece_start, link_pieces = [], [0], [0]
     for link in robot.links:
         clouds, spheres, role = link_geometry(robot, link)
-        hull = _hull_points(np.concatenate(clouds)) if clouds and not spheres else np.zeros((0, 3))
-        hulls.append(hull)
-        hull_start.append(hull_start[-1] + len(hull))
+        for cloud in (clouds if not spheres else ()):  # a sphere has no point hull: such a link stays capsules only
+            hull = _hull_points(cloud)
+            hulls.append(hull)
+            piece_start.append(piece_start[-1] + len(hull))
+        link_pieces.append(len(piece_start) - 1)
         if role is None:
             continue
         source[link] = role
@@ -302,7 +351,8 @@ def _build(robot: RobotModel, srdf) -> CollisionModel:
                 continue
             pairs.append((i, j))
     return CollisionModel(tuple(links), a, b, radius, np.array(pairs, dtype=np.int64).reshape(-1, 2), frozenset(allowed), where,
-                          moving, source, np.concatenate(hulls).reshape(-1, 3), np.array(hull_start, dtype=np.int64))
+                          moving, source, (np.concatenate(hulls) if hulls else np.zeros((0, 3))).reshape(-1, 3),
+                          np.array(piece_start, dtype=np.int64), np.array(link_pieces, dtype=np.int64))
 
 
 def _pair(x: str, y: str) -> tuple[str, str]:

@@ -264,110 +264,140 @@ def _separation(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, out):
     out[2] = jb
 
 
-def hull_refine(poses, hull_local, hull_start, row_link_a, row_link_b, row_set, set_points, set_start, set_radius, within,
-                d, point_a, point_b, normal):
-    """Tighten the rows closer than `within`: the gap between the two links' convex hulls (or a
-    link's hull and an obstacle's points + radius) along the best of the capsule normal and the
-    directions of a few Frank-Wolfe steps on the hulls' distance. Every such gap is a lower
-    bound of the hulls' signed distance (so of the meshes'), as the capsules' distance is: a row
-    keeps the larger of the two, with the gap's support points and direction, where the gap
-    separates the hulls (an overlap keeps the capsules' depth)."""
-    a_pts = np.empty((hull_local.shape[0], 3))
-    b_pts = np.empty((max(hull_local.shape[0], set_points.shape[0], 1), 3))
+def _place(poses, link, hull_local, start, count, out):
+    for i in range(count):
+        for k in range(3):
+            out[i, k] = (poses[link, k, 0] * hull_local[start + i, 0] + poses[link, k, 1] * hull_local[start + i, 1]
+                         + poses[link, k, 2] * hull_local[start + i, 2] + poses[link, k, 3])
+
+
+def _hull_gap(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, witness_a, witness_b, direction):
+    """The largest gap between the point hulls A and B (+ B's radius) over the unit directions
+    tried: n (from A to B), then those of a few Frank-Wolfe steps on the hulls' distance. Each
+    gap is a lower bound of the hulls' signed distance. Returns it; fills the support points
+    and the direction it was found along."""
     out = np.empty(3)
+    _separation(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, out)
+    best, best_ia, best_jb = out[0], int(out[1]), int(out[2])
+    bx, by, bz = nx, ny, nz
+    x = np.zeros(3)
+    y = np.zeros(3)
+    for i in range(a_count):
+        for k in range(3):
+            x[k] += a_pts[i, k] / a_count
+    for j in range(b_count):
+        for k in range(3):
+            y[k] += b_pts[j, k] / b_count
+    for _ in range(HULL_ITERATIONS):
+        vx, vy, vz = y[0] - x[0], y[1] - x[1], y[2] - x[2]
+        length = math.sqrt(vx * vx + vy * vy + vz * vz)
+        if length < 1e-12:
+            break
+        nx, ny, nz = vx / length, vy / length, vz / length
+        _separation(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, out)
+        if out[0] > best:
+            best, best_ia, best_jb = out[0], int(out[1]), int(out[2])
+            bx, by, bz = nx, ny, nz
+        ia, jb = int(out[1]), int(out[2])
+        dxx, dxy, dxz = a_pts[ia, 0] - x[0], a_pts[ia, 1] - x[1], a_pts[ia, 2] - x[2]
+        dyx, dyy, dyz = b_pts[jb, 0] - y[0], b_pts[jb, 1] - y[1], b_pts[jb, 2] - y[2]
+        ex, ey, ez = dxx - dyx, dxy - dyy, dxz - dyz
+        denom = ex * ex + ey * ey + ez * ez
+        if denom < 1e-18:
+            break
+        gamma = min(max((vx * ex + vy * ey + vz * ez) / denom, 0.0), 1.0)
+        x[0] += gamma * dxx
+        x[1] += gamma * dxy
+        x[2] += gamma * dxz
+        y[0] += gamma * dyx
+        y[1] += gamma * dyy
+        y[2] += gamma * dyz
+    direction[0], direction[1], direction[2] = bx, by, bz
+    for k in range(3):
+        witness_a[k] = a_pts[best_ia, k]
+        witness_b[k] = b_pts[best_jb, k] - b_radius * direction[k]
+    return best
+
+
+def hull_refine(poses, hull_local, piece_start, link_pieces, row_link_a, row_link_b, row_set, set_points, set_start,
+                set_radius, within, d, point_a, point_b, normal):
+    """Tighten the rows closer than `within`: the gap between the two links' convex pieces (or a
+    link's pieces and an obstacle's points + radius), the smallest over pairs of pieces of the
+    largest gap over the directions `_hull_gap` tries. Each is a lower bound of the meshes'
+    distance, as the capsules' distance is: a row keeps the larger of the two, with the gap's
+    support points and direction, where the gap separates the pieces (an overlap keeps the
+    capsules' depth, whose gradient pushes the pair apart consistently)."""
+    size = max(hull_local.shape[0], set_points.shape[0], 1)
+    a_pts = np.empty((size, 3))
+    b_pts = np.empty((size, 3))
+    wa = np.empty(3)
+    wb = np.empty(3)
+    wn = np.empty(3)
+    best_a = np.empty(3)
+    best_b = np.empty(3)
+    best_n = np.empty(3)
     for row in range(d.shape[0]):
-        if d[row] >= within:
+        if d[row] >= within or row_set[row] == -1:
             continue
         la = row_link_a[row]
-        a0, a1 = hull_start[la], hull_start[la + 1]
-        a_count = a1 - a0
-        if a_count == 0 or row_set[row] == -1:
+        pa0, pa1 = link_pieces[la], link_pieces[la + 1]
+        if pa1 == pa0:
             continue
-        for i in range(a_count):
-            for k in range(3):
-                a_pts[i, k] = (poses[la, k, 0] * hull_local[a0 + i, 0] + poses[la, k, 1] * hull_local[a0 + i, 1]
-                               + poses[la, k, 2] * hull_local[a0 + i, 2] + poses[la, k, 3])
-        if row_set[row] == -2:  # the ground: the hull's lowest point, exactly
-            low = 0
-            for i in range(a_count):
-                if a_pts[i, 2] < a_pts[low, 2]:
-                    low = i
-            gap = a_pts[low, 2]
-            if gap > d[row]:
-                d[row] = gap
+        if row_set[row] == -2:  # the ground: the pieces' lowest point, exactly
+            low_z = np.inf
+            for p in range(pa0, pa1):
+                count = piece_start[p + 1] - piece_start[p]
+                _place(poses, la, hull_local, piece_start[p], count, a_pts)
+                for i in range(count):
+                    if a_pts[i, 2] < low_z:
+                        low_z = a_pts[i, 2]
+                        for k in range(3):
+                            best_a[k] = a_pts[i, k]
+            if low_z > d[row]:
+                d[row] = low_z
                 for k in range(3):
-                    point_a[row, k] = a_pts[low, k]
-                    point_b[row, k] = a_pts[low, k] if k < 2 else 0.0
+                    point_a[row, k] = best_a[k]
+                    point_b[row, k] = best_a[k] if k < 2 else 0.0
                 normal[row, 0] = 0.0
                 normal[row, 1] = 0.0
                 normal[row, 2] = 1.0
             continue
-        b_radius = 0.0
-        if row_set[row] == -3:  # another link
-            lb = row_link_b[row]
-            b0, b1 = hull_start[lb], hull_start[lb + 1]
-            b_count = b1 - b0
-            if b_count == 0:
-                continue
-            for j in range(b_count):
-                for k in range(3):
-                    b_pts[j, k] = (poses[lb, k, 0] * hull_local[b0 + j, 0] + poses[lb, k, 1] * hull_local[b0 + j, 1]
-                                   + poses[lb, k, 2] * hull_local[b0 + j, 2] + poses[lb, k, 3])
-        else:
-            w = row_set[row]
-            b0, b1 = set_start[w], set_start[w + 1]
-            b_count = b1 - b0
-            for j in range(b_count):
-                for k in range(3):
-                    b_pts[j, k] = set_points[b0 + j, k]
-            b_radius = set_radius[w]
-        best = -np.inf
-        best_n = np.zeros(3)
-        best_ia = 0
-        best_jb = 0
         nx, ny, nz = -normal[row, 0], -normal[row, 1], -normal[row, 2]
-        _separation(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, out)
-        best, best_ia, best_jb = out[0], int(out[1]), int(out[2])
-        best_n[0], best_n[1], best_n[2] = nx, ny, nz
-        x = np.zeros(3)
-        y = np.zeros(3)
-        for i in range(a_count):
+        gap = np.inf
+        for p in range(pa0, pa1):
+            a_count = piece_start[p + 1] - piece_start[p]
+            _place(poses, la, hull_local, piece_start[p], a_count, a_pts)
+            if row_set[row] == -3:  # another link's pieces
+                lb = row_link_b[row]
+                pb0, pb1 = link_pieces[lb], link_pieces[lb + 1]
+                if pb1 == pb0:
+                    gap = -np.inf
+                    break
+                for pb in range(pb0, pb1):
+                    b_count = piece_start[pb + 1] - piece_start[pb]
+                    _place(poses, lb, hull_local, piece_start[pb], b_count, b_pts)
+                    g = _hull_gap(a_pts, a_count, b_pts, b_count, 0.0, nx, ny, nz, wa, wb, wn)
+                    if g < gap:
+                        gap = g
+                        for k in range(3):
+                            best_a[k], best_b[k], best_n[k] = wa[k], wb[k], wn[k]
+            else:
+                w = row_set[row]
+                b0 = set_start[w]
+                b_count = set_start[w + 1] - b0
+                for j in range(b_count):
+                    for k in range(3):
+                        b_pts[j, k] = set_points[b0 + j, k]
+                g = _hull_gap(a_pts, a_count, b_pts, b_count, set_radius[w], nx, ny, nz, wa, wb, wn)
+                if g < gap:
+                    gap = g
+                    for k in range(3):
+                        best_a[k], best_b[k], best_n[k] = wa[k], wb[k], wn[k]
+        if gap >= 0.0 and gap > d[row] and gap < np.inf:
+            d[row] = gap
             for k in range(3):
-                x[k] += a_pts[i, k] / a_count
-        for j in range(b_count):
-            for k in range(3):
-                y[k] += b_pts[j, k] / b_count
-        for _ in range(HULL_ITERATIONS):
-            vx, vy, vz = y[0] - x[0], y[1] - x[1], y[2] - x[2]
-            length = math.sqrt(vx * vx + vy * vy + vz * vz)
-            if length < 1e-12:
-                break
-            nx, ny, nz = vx / length, vy / length, vz / length
-            _separation(a_pts, a_count, b_pts, b_count, b_radius, nx, ny, nz, out)
-            if out[0] > best:
-                best, best_ia, best_jb = out[0], int(out[1]), int(out[2])
-                best_n[0], best_n[1], best_n[2] = nx, ny, nz
-            ia, jb = int(out[1]), int(out[2])
-            dxx, dxy, dxz = a_pts[ia, 0] - x[0], a_pts[ia, 1] - x[1], a_pts[ia, 2] - x[2]
-            dyx, dyy, dyz = b_pts[jb, 0] - y[0], b_pts[jb, 1] - y[1], b_pts[jb, 2] - y[2]
-            ex, ey, ez = dxx - dyx, dxy - dyy, dxz - dyz
-            denom = ex * ex + ey * ey + ez * ez
-            if denom < 1e-18:
-                break
-            gamma = min(max((vx * ex + vy * ey + vz * ez) / denom, 0.0), 1.0)
-            x[0] += gamma * dxx
-            x[1] += gamma * dxy
-            x[2] += gamma * dxz
-            y[0] += gamma * dyx
-            y[1] += gamma * dyy
-            y[2] += gamma * dyz
-        # only a gap that separates the hulls replaces the capsules' distance: an overlap of
-        # the hulls keeps the capsules' depth, whose gradient pushes the pair apart consistently
-        if best >= 0.0 and best > d[row]:
-            d[row] = best
-            for k in range(3):
-                point_a[row, k] = a_pts[best_ia, k]
-                point_b[row, k] = b_pts[best_jb, k] - b_radius * best_n[k]
+                point_a[row, k] = best_a[k]
+                point_b[row, k] = best_b[k]
                 normal[row, k] = -best_n[k]
 
 
@@ -394,7 +424,8 @@ def compiled():
         namespace = dict(globals())
         import types
 
-        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_unit", "pairs_kernel", "_separation", "hull_refine"):
+        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_unit", "pairs_kernel", "_separation", "_place", "_hull_gap",
+                     "hull_refine"):
             original = globals()[name]
             clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
             clone.__module__ = __name__

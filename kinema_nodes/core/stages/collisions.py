@@ -678,16 +678,16 @@ REFINE_WITHIN = 0.03
 
 
 def _refine(model, kin, avoid: Avoid, pairs: _Pairs, poses, run) -> None:
-    """Near pairs measured again between the links' convex hulls (`_collision_kernel.hull_refine`):
-    the capsules wrap a link loosely (twice to three times its hull's volume), the hull tightly,
+    """Near pairs measured again between the links' convex pieces (`_collision_kernel.hull_refine`):
+    the capsules wrap a link loosely (twice to three times its hull's volume), the pieces tightly,
     and both distances are lower bounds of the meshes' own, so the larger one is kept."""
     within = avoid.margin_m + REFINE_WITHIN
     if not len(pairs.d) or float(pairs.d.min()) >= within or not len(model.hull_local):
         return
     link_a, link_b, sets = _layout(model, kin, avoid)[4]
     world = avoid.world.arrays if avoid.world is not None else _EMPTY_WORLD
-    run(poses, model.hull_local, model.hull_start, link_a, link_b, sets, world["set_points"], world["set_start"],
-        world["set_radius"], within, pairs.d, pairs.point_a, pairs.point_b, pairs.normal)
+    run(poses, model.hull_local, model.piece_start, model.link_pieces, link_a, link_b, sets, world["set_points"],
+        world["set_start"], world["set_radius"], within, pairs.d, pairs.point_a, pairs.point_b, pairs.normal)
 
 
 _NO_PAIRS = np.zeros((0, 2), dtype=np.int64)
