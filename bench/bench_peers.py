@@ -176,6 +176,11 @@ class KinemaSolve:
     def joints(self, answer):
         return answer.joints[self.case.index]
 
+    def fk(self, q):
+        from kinema_nodes.core.model.kinematics import link_pose
+
+        return link_pose(self.case.robot, self.case.full(q), self.case.link)
+
     def carry(self, answer):
         return answer.joints
 
@@ -240,6 +245,9 @@ class RtbSolver:
 
     def joints(self, answer):
         return np.asarray(answer[0], float)
+
+    def fk(self, q):
+        return np.asarray(self.ets.fkine(np.asarray(q, float)).A)
 
     def carry(self, answer):
         return np.asarray(answer[0], float)
@@ -322,6 +330,14 @@ class PybulletSolver:
     def carry(self, answer):
         return list(answer)
 
+    def fk(self, q):
+        self._set([float(v) for v in q])
+        state = self.p.getLinkState(self.body, self.ee, computeForwardKinematics=True, physicsClientId=self.client)
+        T = np.eye(4)
+        T[:3, :3] = np.reshape(self.p.getMatrixFromQuaternion(state[5]), (3, 3))
+        T[:3, 3] = state[4]
+        return T
+
 
 class PinocchioCLIK:
     label = "Pinocchio damped-LS CLIK (log6, damping 1e-6, 30 iterations, restarts to 33 ms)"
@@ -387,6 +403,10 @@ class PinocchioCLIK:
     def joints(self, answer):
         return np.array([answer[i] if nq == 1 else np.arctan2(answer[i + 1], answer[i]) for i, nq in self.slots])
 
+    def fk(self, q):
+        self.pin.framesForwardKinematics(self.model, self.data, self.seed(q))
+        return np.array(self.data.oMf[self.frame].homogeneous)
+
     def carry(self, answer):
         return answer
 
@@ -423,6 +443,9 @@ class IkpySolver:
 
     def joints(self, answer):
         return np.asarray(answer)[self.active]
+
+    def fk(self, q):
+        return np.asarray(self.chain.forward_kinematics(self.seed(q)))
 
     def carry(self, answer):
         return answer
@@ -483,6 +506,16 @@ class RawPyroki:
     def carry(self, answer):
         return answer
 
+    def fk(self, q):
+        from kinema_nodes.core.model.rotations import quaternion_to_matrix
+
+        poses = np.asarray(self.pk_robot.forward_kinematics(self.jnp.asarray(q)))
+        pose = poses[self.pk_robot.links.names.index(self.case.link)]
+        T = np.eye(4)
+        T[:3, :3] = quaternion_to_matrix(pose[:4])
+        T[:3, 3] = pose[4:]
+        return T
+
 
 class PlacoSolver:
     """placo in its own venv: the block's targets out, its answers and times back, through an .npz."""
@@ -509,6 +542,25 @@ class PlacoSolver:
             raise RuntimeError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}")
         out = np.load(answer)
         return out["q"], out["ms"]
+
+
+def fk_check(case, solvers, count: int = 5) -> str:
+    """Each in-process solver's own FK of the tip against yourdfpy's, at random configurations
+    within limits (BENCHMARKS.md: check each peer's FK first): the largest position and rotation gaps."""
+    rng = np.random.default_rng(7)
+    configurations = [restart_seed(case, rng) for _ in range(count)]
+    parts = []
+    for solver in solvers:
+        if solver.label in case.failed or not hasattr(solver, "fk"):
+            continue
+        try:
+            gaps = [case.errors(q, solver.fk(q))[:2] for q in configurations]
+        except Exception as exc:  # noqa: BLE001 - reported
+            parts.append(f"{solver.label.split(' (')[0]}: failed ({type(exc).__name__})")
+            continue
+        position, rotation = np.max(gaps, axis=0)
+        parts.append(f"{solver.label.split(' (')[0]} {position:.0e} m / {rotation:.0e} rad")
+    return "; ".join(dict.fromkeys(parts))
 
 
 def make_solvers():
@@ -589,7 +641,7 @@ def bench_robot(case, solvers, n_cold, n_track, seed, n_blocks, tmp, log) -> dic
             try:
                 natives[solver.label] = [solver.target(T, T[:3, 3], q) for T, q in zip(targets, wxyz)]
                 for i in range(WARMUP):
-                    solver.solve(natives[solver.label][i], solver.seed(seeds[i]), cold)
+                    solver.solve(natives[solver.label][i % len(truth)], solver.seed(seeds[i % len(truth)]), cold)
                 ready.append(solver)
             except Exception as exc:  # noqa: BLE001 - a peer that cannot run this case is reported, not fatal
                 case.failed_mode[(solver.label, mode)] = f"{type(exc).__name__}: {str(exc)[:120]}"
@@ -684,6 +736,9 @@ def table(case, solvers, results) -> list[str]:
         failed = "; ".join(f for f in failed if f)
         label = solver.label + (f" (failed: {failed})" if failed else "")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if getattr(case, "fk_check", ""):
+        lines += ["", f"FK of the tip against yourdfpy at 5 random configurations (largest gaps): {case.fk_check}. placo's "
+                  "FK is checked through its answers (judged by yourdfpy)."]
     return lines + [""]
 
 
@@ -1022,6 +1077,8 @@ def main() -> int:
                 case.failed[solver.label] = f"{type(exc).__name__}: {str(exc)[:120]}"
                 log(f"  {name} {solver.label}: setup failed: {case.failed[solver.label]}")
         log(f"{name} -> {link}: {len(case.chain)} joints")
+        case.fk_check = fk_check(case, solvers)
+        log(f"  FK against yourdfpy: {case.fk_check}")
         all_results[name] = bench_robot(case, solvers, args.cold, args.track, args.seed, args.blocks, tmp, log)
         cases.append(case)
     uptime_end = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
