@@ -984,7 +984,7 @@ def extras_main(args) -> int:
 
     uptime_end = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
     info = versions()
-    command = (f"{'KINEMA_SOURCE=... ' if SOURCE != ROOT else ''}.venv/bin/python bench/bench_peers.py --extras --talos {args.talos} "
+    command = (f"{'KINEMA_SOURCE=... ' if SOURCE != ROOT and not args.head else ''}.venv/bin/python bench/bench_peers.py --extras --talos {args.talos} "
                f"--ur5 {args.ur5} --panda {args.panda} --profile {args.profile}" + (" --head" if args.head else ""))
     head = [f"Command: `{command}`  ",
             f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {(time.time() - started) / 60:.1f} min; "
