@@ -16,7 +16,8 @@ runs) as well as per wall second.
   after another, then as one batch on 2 workers (warm interpreters, the default) and with
   --fresh-processes.
 - memory: a `--memory-shots` batch on 2 workers with the resident memory of each worker
-  process and of its shot server sampled every 0.25 s.
+  process and of its shot server sampled every 0.25 s, from a second after the first shot
+  finished (before that the servers are still importing).
 """
 
 from __future__ import annotations
@@ -150,17 +151,22 @@ def bench_memory(folder: Path, shots: int) -> dict:
     samples: dict[int, list] = {}
     stop = threading.Event()
 
+    outputs = folder / "o"
+    for old in outputs.glob("*.blend"):
+        old.unlink()  # so the first new output marks the end of the warm-up
+
     def sample():
         root = psutil.Process(batch.pid)
         t0 = time.perf_counter()
         while not stop.is_set():
             try:
+                warm = any(outputs.glob("*.blend"))  # a shot has finished: the servers are up
                 for worker in root.children():
                     if "spawn" not in " ".join(worker.cmdline()):
                         continue  # Dask's workers are multiprocessing-spawned
                     server = [c for c in worker.children() if "serve_shots" in " ".join(c.cmdline())]
                     rss = worker.memory_info().rss, sum(s.memory_info().rss for s in server)
-                    samples.setdefault(worker.pid, []).append((time.perf_counter() - t0, *rss))
+                    samples.setdefault(worker.pid, []).append((time.perf_counter() - t0, *rss, warm))
             except psutil.Error:
                 pass
             time.sleep(0.25)
@@ -175,21 +181,22 @@ def bench_memory(folder: Path, shots: int) -> dict:
     payload = json.loads(stdout)
     out = {"shots": shots, "done": payload["done"], "wall": round(time.perf_counter() - t0, 1), "load_before": start_load,
            "load_after": load(), "workers": {}}
+    mib = 1024 * 1024
     for pid, rows in samples.items():
         rows = np.array(rows)
-        with_server = rows[rows[:, 2] > 0]
-        if len(with_server) < 8:
+        rows = rows[(rows[:, 2] > 0) & (rows[:, 3] > 0)][4:]  # from a second after the first finished shot on
+        if len(rows) < 20:
             continue
-        quarter = len(with_server) // 4
-        mib = 1024 * 1024
-        worker_rss, server_rss = with_server[:, 1] / mib, with_server[:, 2] / mib
+        tenth = len(rows) // 10
+        worker_rss, server_rss = rows[:, 1] / mib, rows[:, 2] / mib
         out["workers"][str(pid)] = {
-            "samples": len(with_server),
-            "worker_rss_mib_first_quarter": round(float(worker_rss[:quarter].mean()), 1),
-            "worker_rss_mib_last_quarter": round(float(worker_rss[-quarter:].mean()), 1),
-            "server_rss_mib_first_quarter": round(float(server_rss[:quarter].mean()), 1),
-            "server_rss_mib_last_quarter": round(float(server_rss[-quarter:].mean()), 1),
-            "worker_rss_mib_max": round(float(worker_rss.max()), 1), "server_rss_mib_max": round(float(server_rss.max()), 1),
+            "samples": len(rows), "seconds_sampled": round(float(rows[-1, 0] - rows[0, 0]), 1),
+            "worker_rss_mib_first_tenth": round(float(worker_rss[:tenth].mean()), 1),
+            "worker_rss_mib_last_tenth": round(float(worker_rss[-tenth:].mean()), 1),
+            "worker_rss_mib_min_max": [round(float(worker_rss.min()), 1), round(float(worker_rss.max()), 1)],
+            "server_rss_mib_first_tenth": round(float(server_rss[:tenth].mean()), 1),
+            "server_rss_mib_last_tenth": round(float(server_rss[-tenth:].mean()), 1),
+            "server_rss_mib_min_max": [round(float(server_rss.min()), 1), round(float(server_rss.max()), 1)],
             "shots_done_by_it": sum(1 for s in payload["shots"] if s.get("worker_pid") == pid)}
     return out
 

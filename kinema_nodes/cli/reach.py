@@ -2,7 +2,8 @@
 
 The grid's cells are cut into contiguous chunks (neighbouring cells seed each other), and each
 chunk is one task (core.reach.reach_chunk); with no --scheduler a local cluster of one
-single-threaded process per core runs them. The map (.npz) holds the index per cell and a
+single-threaded process per core runs them. The reach bounds (core.reach.reach_bounds) are
+searched once here and sent with every chunk. The map (.npz) holds the index per cell and a
 witness configuration per reached (cell, orientation); --render draws slices through it.
 """
 
@@ -30,7 +31,8 @@ def add_arguments_reach(parser):
     parser.add_argument("--step", type=float, default=0.1, metavar="M", help="cell size, metres (default 0.1)")
     parser.add_argument("--orientations", type=int, default=32, metavar="N",
                         help="orientations per cell, spread evenly over SO(3) (super-Fibonacci; default 32)")
-    parser.add_argument("--seeds", type=int, default=8, metavar="S", help="random starts per pose before it counts as unreachable (default 8)")
+    parser.add_argument("--seeds", type=int, default=8, metavar="S", help="random starts for a pose no solved or tried neighbour tells anything about (default 8; "
+                             "2 where one does, 3 more beside a solved pose)")
     parser.add_argument("--out", metavar="MAP.npz", help="save the map: index per cell, witness configuration per reached pose")
     parser.add_argument("--render", metavar="MAP.png", help="picture: slices through the map coloured by index")
     add_cluster_arguments(parser)
