@@ -385,7 +385,10 @@ def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[Fr
             targets[i, t, :3, 3] = position
             frame_goals.append(IKTarget(links[i][t], tuple(position), tuple(wxyz), *weights[t]))
         goals.append(frame_goals)
-    results = solve_many(robot, goals, start, options, seed=rig_precision, progress=progress, should_cancel=should_cancel)
+    postures = [(f.values.get(step.node) or {}).get("posture") for f in inputs]
+    postures = [p if p is not None and len(p) == robot.dof and np.all(np.isfinite(p)) else None for p in postures]
+    results = solve_many(robot, goals, start, options, seed=rig_precision, progress=progress, should_cancel=should_cancel,
+                         postures=postures)
     if results is None:
         return None
     joints = np.array([r.joints for r in results]).reshape(count, robot.dof)

@@ -317,6 +317,35 @@ def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
     np.testing.assert_allclose(b.solution.joints, a.solution.joints, atol=1e-4)
 
 
+def test_a_redundant_arm_with_a_posture_bakes_as_one_batch_equal_to_frame_by_frame(blender):
+    """A 7-joint chain with a posture (arm7 -> flange): the PyRoki scan runs (no frame-by-frame
+    fallback) and, each frame's spare joints settled toward that frame's posture, the batch
+    equals the frame-by-frame bake within 1e-6 rad (the slide does not depend on the start
+    within a branch, 1e-8 precision; rig float32 ~1e-7)."""
+    bpy = blender
+    from kinema_nodes.blender.baking import BakeJob
+
+    rig, tree, target, solver = _rig_with_target(bpy, link="flange")
+    assert len(solver.postures), "Add IK Target keeps the pose as the posture"
+    solver.backend = "PYROKI"
+    start = np.array(ARM7_START)
+    end = start + np.array([0.4, 0.3, -0.3, 0.4, 0.3, -0.3, 0.5, 0.0])
+    _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start, end, start], [1, 20, 40]))
+    by_frame = BakeJob(tree, 1, 40, batch=False)
+    by_frame.run()
+    _pose(bpy, rig, start)
+    for fcurve in list(_channelbag_fcurves(rig)):
+        if "IK_" not in fcurve.data_path:
+            fcurve.keyframe_points.clear()
+    batched = BakeJob(tree, 1, 40, batch_min_frames=1)
+    batched.run()
+    assert not batched.notes, batched.notes
+    a, b = by_frame.results[0], batched.results[0]
+    assert a.solution.scanned == 0 and b.solution.scanned == 40, "the batch did not run"
+    assert a.report.converged == b.report.converged == 40
+    np.testing.assert_allclose(b.solution.joints, a.solution.joints, rtol=0, atol=1e-6)
+
+
 def _channelbag_fcurves(rig):
     from kinema_nodes.blender.baking import channelbag
 

@@ -261,13 +261,6 @@ def batch_unavailable(robot, links: Sequence[str], options: SolveOptions, weight
     too_large = pyroki_size_reason(robot)
     if too_large:
         return too_large
-    if options.posture is not None:
-        from ._posture import redundancy
-
-        problem = problem_for(robot, links, frozenset(options.held_joints))
-        weights = np.ones((len(links), 2)) if weights is None else np.asarray(weights, dtype=float).reshape(len(links), 2)
-        if redundancy(problem, weights) > 0:
-            return "spare joints settle toward the posture frame by frame, as in live IK"
     from ._pyroki_backend import jax_available
 
     ok, reason = jax_available()
@@ -277,7 +270,7 @@ def batch_unavailable(robot, links: Sequence[str], options: SolveOptions, weight
 def solve_many(
     robot, targets_per_frame: Sequence[IKTarget | Sequence[IKTarget]], start: np.ndarray, options: SolveOptions | None = None,
     *, seed: Callable[[np.ndarray], np.ndarray] | None = None, progress: Callable[[int, int], None] | None = None,
-    should_cancel: Callable[[], bool] | None = None,
+    should_cancel: Callable[[], bool] | None = None, postures: Sequence | None = None,
 ) -> list[SolveResult] | None:
     """Solve frame after frame, each seeded from the previous answer (through `seed`, e.g. the
     rig's float32 precision), every frame under the contract of `solve`: the same checks, the
@@ -287,12 +280,16 @@ def solve_many(
     With the PyRoki backend each run of frames aiming at the same links goes through one jitted
     scan per chunk of frames (one JAX call instead of one per frame); the NumPy backend solves
     frame by frame on the compiled kernel. A scan that fails falls back to frame-by-frame solves
-    and says why in each result's `fallback_reason`."""
+    and says why in each result's `fallback_reason`. `postures`: one posture per frame (or None),
+    in place of `options.posture` (the posture is a per-frame input, keyed at hand-offs)."""
     options = DEFAULT_OPTIONS if options is None else options
     seed = seed or (lambda q: q)
+    frame_options = [options] * len(targets_per_frame)
+    if postures is not None:
+        frame_options = [replace(options, posture=None if p is None else tuple(float(v) for v in p)) for p in postures]
     with single_threaded_blas():
         current = seed(np.clip(check_start(robot, start), robot.lower, robot.upper))
-        checked = [_checked(robot, targets, current, options)[0] for targets in targets_per_frame]
+        checked = [_checked(robot, targets, current, o)[0] for targets, o in zip(targets_per_frame, frame_options)]
         count = len(checked)
         results: list[SolveResult] = []
         backend, fallback_reason = _choose_backend(options, robot)
@@ -308,12 +305,13 @@ def solve_many(
             chunk = None
             if (backend == "pyroki" and len(problem.free)
                     and batch_unavailable(robot, links, options, checked[first].weights) is None):
-                chunk, fallback_reason = _scan_chunk_results(robot, problem, current, checked[first:last + 1], options, seed)
+                chunk, fallback_reason = _scan_chunk_results(robot, problem, current, checked[first:last + 1],
+                                                             frame_options[first:last + 1], seed)
             if chunk is None:
                 chunk = []
-                for arrays in checked[first:last + 1]:
+                for arrays, frame_option in zip(checked[first:last + 1], frame_options[first:last + 1]):
                     t0 = time.perf_counter()
-                    result = _solve(robot, _as_goals(arrays), current, options, t0)
+                    result = _solve(robot, _as_goals(arrays), current, frame_option, t0)
                     if fallback_reason and result.fallback_reason is None:
                         result.fallback_reason = fallback_reason
                     chunk.append(result)
@@ -337,9 +335,11 @@ def _as_goals(arrays: TargetArrays) -> list[IKTarget]:
             for t, link in enumerate(arrays.links)]
 
 
-def _scan_chunk_results(robot, problem, current, frames: list[TargetArrays], options, seed):
-    """Frames of one link set through the PyRoki scan, then `_complete` on each. Returns
-    (results, None), or (None, why) when the scan cannot run, so the caller solves frame by frame."""
+def _scan_chunk_results(robot, problem, current, frames: list[TargetArrays], frame_options, seed):
+    """Frames of one link set through the PyRoki scan, then `_complete` on each (with that
+    frame's options: its posture). Returns (results, None), or (None, why) when the scan cannot
+    run, so the caller solves frame by frame."""
+    options = frame_options[0]
     t0 = time.perf_counter()
     try:
         from ._pyroki_backend import scan_frames
@@ -354,14 +354,21 @@ def _scan_chunk_results(robot, problem, current, frames: list[TargetArrays], opt
         return None, f"PyRoki scan failed ({type(exc).__name__}: {exc})"
     share = (time.perf_counter() - t0) / len(frames)
     results = []
+    from ._posture import redundancy
+
+    # With a posture the spare joints of each accepted answer slide toward it (in `_complete`),
+    # away from the scan's own answer by design; after the slide the answer does not depend on
+    # the start within a branch, so the scan is re-seeded only where the two part by a branch.
+    sliding = redundancy(problem, frames[0].weights) > 0
     for i, arrays in enumerate(frames):
         t_frame = time.perf_counter() - share
-        result = _complete(robot, problem, current, arrays, options, t_frame, raw[i], None, int(iterations[i]), False,
-                           "pyroki", None)
+        result = _complete(robot, problem, current, arrays, frame_options[i], t_frame, raw[i], None, int(iterations[i]),
+                           False, "pyroki", None)
+        reseed_beyond = BRANCH_JUMP if sliding and frame_options[i].posture is not None else RESEED_BEYOND
         result.batched = True
         results.append(result)
         current = seed(result.joints)
-        if i + 1 < len(frames) and np.max(np.abs(result.joints - raw[i])) > RESEED_BEYOND:
+        if i + 1 < len(frames) and np.max(np.abs(result.joints - raw[i])) > reseed_beyond:
             break  # the rest of the scan started from an answer the contract did not accept: solve it again from here
     return results, None
 
