@@ -293,8 +293,7 @@ def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
     bpy = blender
     from kinema_nodes.blender.baking import BakeJob
 
-    # link6: six joints for six equations. A redundant chain settles toward its posture frame by
-    # frame (as live IK does), so it is never batched.
+    # link6: six joints for six equations (a redundant chain with a posture: the test after this one).
     rig, tree, target, solver = _rig_with_target(bpy, link="link6")
     solver.backend = "PYROKI"
     start = np.array(ARM7_START)
