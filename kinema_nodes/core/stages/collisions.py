@@ -816,6 +816,8 @@ MAX_AVOID_S = 1.0
 KEPT = 0.9
 #: A solve that stops short with a pair this close (m, beyond the margin) was stopped by that pair.
 BLOCKED_WITHIN = 0.01
+#: Random seeds a cold solve tries with the plain solver for a clear branch before descending.
+BRANCH_SEEDS = 24
 #: Seeds beyond the start and the plain answer that a cold solve tries.
 COLD_SEEDS = 6
 
@@ -985,6 +987,30 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
     margins = (avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)
     finished = False
     rows = _movable_rows(model, kin, avoid, problem.free)
+    if options.cold:
+        # Another branch first: plain solves from random seeds cost a fraction of a millisecond
+        # each, and a goal the plain answer reaches through something is often reached clear by
+        # another branch (an elbow up instead of down).
+        warm = replace(plain_options, cold=False)
+        rng = np.random.default_rng(2)
+        for q in robot.random_configurations(BRANCH_SEEDS, rng):
+            seed = start.copy()
+            seed[problem.free] = q[problem.free]
+            other = plain_solve(robot, targets, seed, warm)
+            iterations += other.iterations
+            if other.converged:
+                other_pairs, _ = _pairs(robot, model, kin, avoid, other.joints)
+                reach = _subset(other_pairs, rows).d
+                if not len(reach) or float(reach.min()) >= KEPT * avoid.margin_m:
+                    candidates.append(other.joints)
+                    finished = True
+                    break
+                if float(other_pairs.d.min(initial=math.inf)) >= 0:
+                    candidates.append(other.joints)
+            if time.perf_counter() - t0 > budget_s:
+                break
+        if finished:
+            seeds = []
     for seed in seeds:
         for margin in margins:
             q, errors, dmin, used, nearest = _descend(robot, problem, model, kin, avoid, seed, arrays, tol_p, tol_r,
