@@ -1,6 +1,7 @@
 """`kinema-nodes reach`: a reachability map of one link over a grid, on a Dask cluster.
 
-The grid's cells are cut into contiguous chunks (neighbouring cells seed each other), and each
+The grid's cells are cut into contiguous chunks (neighbouring cells seed each other) of about
+equal work (the poses the reach bounds leave to the kernel), and each
 chunk is one task (core.reach.reach_chunk); with no --scheduler a local cluster of one
 single-threaded process per core runs them. The reach bounds (core.reach.reach_bounds) are
 searched once here and sent with every chunk. The map (.npz) holds the index per cell and a
@@ -68,7 +69,13 @@ def run_reach(args) -> int:
 
     with open_client(args) as client:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
-        parts = chunks(len(centres), workers * CHUNKS_PER_WORKER)
+        work = None
+        if bounds is not None:
+            from ..core.model.rotations import quaternion_to_matrix
+
+            rotations = np.array([quaternion_to_matrix(q) for q in orientations])
+            work = bounds.poses_in(centres, rotations).sum(axis=1)
+        parts = chunks(len(centres), workers * CHUNKS_PER_WORKER, work)
         robot_ref = args.urdf
         orientations_future = client.scatter(orientations, broadcast=True)
         futures = [client.submit(reach_chunk, robot_ref, link, centres[part], part, orientations_future, args.seeds,

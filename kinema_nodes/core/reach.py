@@ -470,9 +470,16 @@ def load_map(path: str | Path) -> ReachMap:
         raise KinemaError(f"reach map '{path}' cannot be read: {exc}") from None
 
 
-def chunks(count: int, parts: int) -> list[np.ndarray]:
-    """Cell indices cut into `parts` contiguous runs (neighbouring cells seed each other)."""
-    return [c for c in np.array_split(np.arange(count), max(1, min(count, parts))) if len(c)]
+def chunks(count: int, parts: int, work: np.ndarray | None = None) -> list[np.ndarray]:
+    """Cell indices cut into `parts` contiguous runs (neighbouring cells seed each other), of
+    about equal `work` per run when given (per cell, e.g. the poses the bounds leave to solve:
+    cells outside the reach cost nothing, so equal cell counts would not balance the workers)."""
+    parts = max(1, min(count, parts))
+    if work is None or not np.asarray(work).sum() > 0:
+        return [c for c in np.array_split(np.arange(count), parts) if len(c)]
+    total = np.cumsum(np.asarray(work, dtype=float) + 1e-3)  # + a little per cell: empty cells are not free
+    cuts = np.searchsorted(total, total[-1] * np.arange(1, parts) / parts)
+    return [c for c in np.split(np.arange(count), cuts) if len(c)]
 
 
 def assemble(robot, link, centres, shape, step, orientations, results: list[ReachChunk]) -> ReachMap:

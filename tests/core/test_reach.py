@@ -24,8 +24,8 @@ import pytest
 from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion, quaternion_to_matrix
-from kinema_nodes.core.reach import (assemble, grid_cells, load_map, reach_ball, reach_bounds, reach_chunk, render_slices,
-                                     super_fibonacci)
+from kinema_nodes.core.reach import (assemble, chunks, grid_cells, load_map, reach_ball, reach_bounds, reach_chunk,
+                                     render_slices, super_fibonacci)
 from kinema_nodes.core.solve import problem_for, solve_poses
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -210,3 +210,13 @@ def test_the_map_file_and_picture_round_trip(tmp_path, robots):
     assert radius > 0.8
     assert np.allclose(matrix_to_quaternion(quaternion_to_matrix(reach_map.orientations[0])) ** 2,
                        reach_map.orientations[0] ** 2, atol=1e-9)
+
+
+def test_chunks_are_contiguous_cover_every_cell_and_share_the_work():
+    work = np.zeros(1000)
+    work[400:600] = 12  # the cells the bounds leave to solve
+    parts = chunks(1000, 8, work)
+    assert np.array_equal(np.concatenate(parts), np.arange(1000))
+    shares = [work[p].sum() for p in parts]
+    assert max(shares) - min(shares) <= 2 * 12 + 1  # equal to a cell or two, where equal cell counts give 0 .. 1500
+    assert [len(p) for p in chunks(10, 3)] == [4, 3, 3]
