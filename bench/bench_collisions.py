@@ -208,15 +208,15 @@ def main() -> None:
         lines.append(f"- {r['robot']}: met {', '.join(met) or 'none'}" + (f"; NOT met: {', '.join(missed)}" if missed else ""))
     lines += [
         "",
-        "How to read it: a solve under avoidance runs the plain solve first and measures its answer (capsules, then the "
-        "links' convex hulls for pairs near contact); most answers are already clear, so the medians are the plain "
-        "solve plus one clearance check. A target the model cannot reach clear runs the collision-aware descent until it "
-        "converges or its time is up (4 plain budgets, at most 1 s), hence the p95. Every 'blocked by a collision' above "
-        "is a target FCL finds >= 5 mm clear that the solver's model does not: the capsules and hulls are conservative "
-        "(they always hold the meshes, so no answer is ever called clear when it is not), and on UR5, whose joints turn "
-        "+-2 pi, many random targets fold the wrist against the forearm, where the hulls of the forearm's elbow housing "
-        "and the wrist links overlap though the meshes are 5-15 mm apart (UR5 has no SRDF here; its pairs are computed). "
-        "Timings are wall-clock per solve on a machine shared with other work (load above); numba kernels warm.",
+        "How to read it: a solve under avoidance runs the plain solve first and measures its answer (capsules, then "
+        "the links' convex pieces for pairs near contact); most answers are already clear, so the medians are the plain "
+        "solve plus one clearance check. Where the plain answer collides, a cold solve tries other branches with the "
+        "plain solver from random seeds, then the collision-aware descent, until an answer converges clear or the "
+        "stage's time is up (4 plain budgets, at most 1 s): hence the p95. A 'blocked by a collision' is a target FCL "
+        "finds >= 5 mm clear that the solver did not reach clear in that time; the model is conservative (capsules and "
+        "convex pieces always hold the meshes, so no answer is called clear when it is not, and a pose the meshes "
+        "clear by a few millimetres can still touch in the model). Timings are wall-clock per solve on a machine shared "
+        "with other work (load above), numba kernels warm.",
     ]
     text = "\n".join(lines)
     print(text)
