@@ -192,11 +192,11 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
         return
     answers.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     answers.flush()
-    folder = tempfile.mkdtemp(prefix="kinema-shots-")
-    for line in sys.stdin:
+    folder = tempfile.gettempdir()  # each pair is removed once read; only a shot running when the server dies leaves its pair
+    for count, line in enumerate(sys.stdin):
         request = json.loads(line)
         label = "".join(c if c.isalnum() or c in "-_" else "_" for c in str(request.get("label", "shot")))[:60]
-        paths = [os.path.join(folder, f"kinema-shot-{label}.{kind}") for kind in ("out", "err")]
+        paths = [os.path.join(folder, f"kinema-shot-{label}-{os.getpid()}-{count}.{kind}") for kind in ("out", "err")]
         fds = [os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600) for p in paths]
         sys.stdout.flush()
         sys.stderr.flush()

@@ -55,12 +55,12 @@ def _manifest(folder, shots):
 
 def _bake_of(process, marker: str) -> bool:
     """Is this the bake of the shot `marker`? A fresh process names its targets on its command
-    line; a shot forked from a warm interpreter holds its output file kinema-shot-NAME.out open."""
+    line; a shot forked from a warm interpreter holds its output file kinema-shot-NAME-... open."""
     cmdline = process.info.get("cmdline") or []
     if "bake" in cmdline and any(marker in part for part in cmdline):
         return True
     try:
-        return any(f"kinema-shot-{Path(marker).stem}." in f.path for f in process.open_files())
+        return any(f"kinema-shot-{Path(marker).stem}-" in f.path for f in process.open_files())
     except psutil.Error:
         return False
 
