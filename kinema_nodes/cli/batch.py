@@ -176,6 +176,8 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
     ({"arguments": [...], "timeout": S, "label": NAME}) fork a child that runs `kinema-nodes
     ARGUMENTS` and answer one line ({"rc", "stdout", "stderr"}) on the original stdout. Each
     child is a fresh copy of the warm state (fork), so no shot sees another's scene."""
+    import contextlib
+    import glob
     import tempfile
 
     from ..core.batch import _die_with_parent
@@ -192,7 +194,15 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
         return
     answers.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     answers.flush()
-    folder = tempfile.gettempdir()  # each pair is removed once read; only a shot running when the server dies leaves its pair
+    folder = tempfile.gettempdir()  # each pair is removed once read; only a shot running when a server died leaves its pair
+    for stale in glob.glob(os.path.join(folder, "kinema-shot-*-*-*.*")):  # ... swept here when that server is gone
+        try:
+            os.kill(int(stale.rsplit("-", 2)[-2]), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
+        except (ValueError, OSError):
+            pass
     for count, line in enumerate(sys.stdin):
         request = json.loads(line)
         label = "".join(c if c.isalnum() or c in "-_" else "_" for c in str(request.get("label", "shot")))[:60]
