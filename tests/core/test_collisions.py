@@ -359,3 +359,19 @@ def test_every_entry_point_avoids(robots):
     prepared = prepare(robot, [robot.tool_point], options)
     answer = prepared.solve([goals[0].position], [goals[0].wxyz], start)
     assert answer.min_clearance_m is not None and answer.reason.split(":")[0] == many[0].reason.split(":")[0]
+
+
+def test_segment_distances_match_brute_force():
+    """Segment to segment (a capsule's core), points included (a sphere is a segment of zero
+    length, on either side), against a dense sampling of both segments: never above it."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        p1, q1, p2, q2 = rng.normal(size=(4, 3))
+        if rng.random() < 0.3:
+            q1 = p1.copy()
+        if rng.random() < 0.3:
+            q2 = p2.copy()
+        ts = np.linspace(0, 1, 801)
+        brute = np.min(np.linalg.norm((p1 + ts[:, None] * (q1 - p1))[:, None] - (p2 + ts[:, None] * (q2 - p2))[None], axis=2))
+        found = C.capsule_pair_distances(p1, q1, 0.0, p2, q2, 0.0)
+        assert found <= brute + 1e-12 and found >= brute - 2e-3 * (np.linalg.norm(q1 - p1) + np.linalg.norm(q2 - p2))

@@ -77,6 +77,8 @@ def _closest(p1, q1, p2, q2, out1, out2):
         s = 0.0
     if a <= eps:
         s = 0.0
+    elif e <= eps:  # the second segment is a point (a sphere): the first one's point nearest it
+        s = min(max(-c / a, 0.0), 1.0)
     t = (b * s + f) / e if e > eps else 0.0
     if t < 0.0 or t > 1.0:
         t = min(max(t, 0.0), 1.0)

@@ -392,6 +392,8 @@ def segment_closest(p1, q1, p2, q2):
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.where(denom > eps * np.maximum(a * e, eps), np.clip((b * f - c * e) / np.where(denom > 0, denom, 1.0), 0, 1), 0.0)
         s = np.where(a <= eps, 0.0, s)
+        # a point for the second segment (a sphere): the first one's point nearest it
+        s = np.where((e <= eps) & (a > eps), np.clip(-c / np.where(a > eps, a, 1.0), 0.0, 1.0), s)
         t = np.where(e <= eps, 0.0, (b * s + f) / np.where(e > eps, e, 1.0))
         # t outside [0, 1]: clamp and recompute s
         t_clamped = np.clip(t, 0.0, 1.0)
