@@ -156,10 +156,10 @@ def _warm_up() -> None:
 
 
 def _shot_child(arguments: list[str], out_fd: int, err_fd: int) -> None:  # pragma: no cover - runs in the forked child
-    from ..core.batch import _die_with_parent
+    from ..core.batch import die_with_parent
     from .main import main
 
-    _die_with_parent()
+    die_with_parent()
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
     code = 1
@@ -180,9 +180,9 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
     import glob
     import tempfile
 
-    from ..core.batch import _die_with_parent
+    from ..core.batch import die_with_parent
 
-    _die_with_parent()
+    die_with_parent()
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)  # anything printed outside a child must not corrupt the answers

@@ -227,7 +227,7 @@ def is_fresh(shot: Shot) -> bool:
     return oldest_output > newest_input
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """Linux: the bake dies when its worker dies, so a retried shot never races an orphan."""
     try:
         import ctypes
@@ -270,7 +270,7 @@ class ShotServer:
         command = [sys.executable, "-c", "from kinema_nodes.cli.batch import serve_shots; serve_shots()"]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                                        preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
         try:
             ready = json.loads(self.process.stdout.readline() or "{}")
         except ValueError:
@@ -326,7 +326,7 @@ def run_shot(arguments: list[str], timeout: float | None = None, warm: bool = Tr
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False, env=env,
-                              preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                              preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
     except subprocess.TimeoutExpired:
         return {**_result("timeout", "", "", timeout), "warm": False}
     return {**_result(done.returncode, done.stdout, done.stderr, timeout), "warm": False}

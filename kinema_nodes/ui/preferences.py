@@ -23,7 +23,7 @@ class KinemaPreferences(bpy.types.AddonPreferences):
     )
 
     def draw(self, context):
-        from ..core.solve._kernel import kernel_summary
+        from ..core.solve import kernel_summary
 
         self.layout.prop(self, "solve_budget_ms")
         self.layout.prop(self, "package_folders")

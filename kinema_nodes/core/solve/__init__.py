@@ -17,7 +17,7 @@ from ._api import PreparedSolve, batch_unavailable, prepare, pyroki_available, s
 from ._bench import run_benchmark
 from ._cache import DEFAULT_LRU_SIZE, cache_root
 from ._chain import TargetChain, problem_for
-from ._kernel import kernel_status, wait_for_kernel_build
+from ._kernel import kernel_status, kernel_summary, wait_for_kernel_build
 from ._numpy_backend import descend_batch
 from ._poses import PoseSolutions, solve_poses
 from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_start, check_targets, converged
@@ -39,6 +39,7 @@ __all__ = [
     "converged",
     "descend_batch",
     "kernel_status",
+    "kernel_summary",
     "wait_for_kernel_build",
     "prepare",
     "problem_for",
