@@ -375,3 +375,28 @@ def test_segment_distances_match_brute_force():
         brute = np.min(np.linalg.norm((p1 + ts[:, None] * (q1 - p1))[:, None] - (p2 + ts[:, None] * (q2 - p2))[None], axis=2))
         found = C.capsule_pair_distances(p1, q1, 0.0, p2, q2, 0.0)
         assert found <= brute + 1e-12 and found >= brute - 2e-3 * (np.linalg.norm(q1 - p1) + np.linalg.norm(q2 - p2))
+
+
+@pytest.mark.slow
+def test_humanoid_hands_crossing_never_interpenetrate(robots):
+    """TALOS's two hands cross in front of its chest over 8 frames (solve_many, arms only): the
+    plain solve puts a hand into the other arm on later frames (per FCL); with self-avoidance
+    no frame has any pair touching per FCL, and the frames past the crossing stop short, named."""
+    robot = robots("talos")
+    start = robot.zero_configuration()
+    left, right = "gripper_left_base_link", "gripper_right_base_link"
+    height = link_pose(robot, start, left)[2, 3] + 0.3
+    held = robot.held_joints() | frozenset(n for n in robot.actuated_joint_names if "arm" not in n)
+    frames = [[IKTarget(left, (0.35, 0.25 * (1 - 2 * s), height), (1.0, 0.0, 0.0, 0.0), 1.0, 0.0),
+               IKTarget(right, (0.35, -0.25 * (1 - 2 * s), height), (1.0, 0.0, 0.0, 0.0), 1.0, 0.0)]
+              for s in np.linspace(0, 1, 8)]
+    fcl_check = checker(robot)
+    from kinema_nodes.core.solve import solve_many
+
+    plain = solve_many(robot, frames, start, SolveOptions(backend="numpy", held_joints=held))
+    assert any(fcl_check.check(r.joints)[1] for r in plain)
+    avoided = solve_many(robot, frames, start, SolveOptions(backend="numpy", held_joints=held, avoid=C.Avoid(True, None, 0.005)))
+    for result in avoided:
+        assert fcl_check.free(result.joints) and result.colliding == ()
+        assert result.converged or result.reason.startswith("blocked by a collision: link ")
+    assert avoided[0].converged and not avoided[-1].converged
