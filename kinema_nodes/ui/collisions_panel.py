@@ -58,15 +58,11 @@ class KINEMA_OT_obstacles_from_selection(_NeedsTarget, RigOperator, bpy.types.Op
         return self.reported(gather)
 
 
-class KINEMA_OT_toggle_collision_model(_NeedsTarget, RigOperator, bpy.types.Operator):
+class KINEMA_OT_toggle_collision_model(RigOperator, bpy.types.Operator):
     """Show the robot's collision model (the capsules the solver keeps apart) in the viewport, or remove it"""
 
     bl_idname = "kinema.toggle_collision_model"
     bl_label = "Show Collision Model"
-
-    @classmethod
-    def poll(cls, context):
-        return active_rig(context) is not None
 
     def execute(self, context):
         from ..blender.collisions import hide_collision_model, model_collection, show_collision_model

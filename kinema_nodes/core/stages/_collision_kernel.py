@@ -179,6 +179,25 @@ def _unit(gap, length, out):
         out[2] = 1.0
 
 
+def _above_ground(lowest, point_a, point_b, normal):
+    """A pair with the ground: the robot's lowest point, the ground point under it, normal up."""
+    for k in range(3):
+        point_a[k] = lowest[k]
+        point_b[k] = lowest[k] if k < 2 else 0.0
+        normal[k] = 1.0 if k == 2 else 0.0
+
+
+def _capsule_gap(a0, a1, b0, b1, radii, gap, point_a, point_b, normal):
+    """The signed gap between two capsules (segments a0-a1 and b0-b1, radii summed), their
+    nearest axis points and the unit normal from b to a."""
+    _closest(a0, a1, b0, b1, point_a, point_b)
+    for k in range(3):
+        gap[k] = point_a[k] - point_b[k]
+    length = math.sqrt(gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2])
+    _unit(gap, length, normal)
+    return length - radii
+
+
 def pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, cap_r, self_pairs, moving, world_a, world_b,
                  world_r, box_rot, box_centre, box_half, ground, d, point_a, point_b, normal, origins, axes, poses):
     """Fills d (N,), point_a, point_b, normal (N, 3), origins and axes (M, 3) and the link poses
@@ -202,22 +221,13 @@ def pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, 
     row = 0
     for p in range(self_pairs.shape[0]):
         i, j = self_pairs[p, 0], self_pairs[p, 1]
-        _closest(wa[i], wb[i], wa[j], wb[j], point_a[row], point_b[row])
-        for k in range(3):
-            gap[k] = point_a[row, k] - point_b[row, k]
-        length = math.sqrt(gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2])
-        d[row] = length - cap_r[i] - cap_r[j]
-        _unit(gap, length, normal[row])
+        d[row] = _capsule_gap(wa[i], wb[i], wa[j], wb[j], cap_r[i] + cap_r[j], gap, point_a[row], point_b[row], normal[row])
         row += 1
     for mi in range(moving.shape[0]):
         i = moving[mi]
         for w in range(world_r.shape[0]):
-            _closest(wa[i], wb[i], world_a[w], world_b[w], point_a[row], point_b[row])
-            for k in range(3):
-                gap[k] = point_a[row, k] - point_b[row, k]
-            length = math.sqrt(gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2])
-            d[row] = length - cap_r[i] - world_r[w]
-            _unit(gap, length, normal[row])
+            d[row] = _capsule_gap(wa[i], wb[i], world_a[w], world_b[w], cap_r[i] + world_r[w], gap, point_a[row], point_b[row],
+                                  normal[row])
             row += 1
     for mi in range(moving.shape[0]):
         i = moving[mi]
@@ -232,12 +242,7 @@ def pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, 
             i = moving[mi]
             lower = wa[i] if wa[i, 2] <= wb[i, 2] else wb[i]
             d[row] = min(wa[i, 2], wb[i, 2]) - cap_r[i]
-            for k in range(3):
-                point_a[row, k] = lower[k]
-                point_b[row, k] = lower[k] if k < 2 else 0.0
-            normal[row, 0] = 0.0
-            normal[row, 1] = 0.0
-            normal[row, 2] = 1.0
+            _above_ground(lower, point_a[row], point_b[row], normal[row])
             row += 1
 
 
@@ -357,12 +362,7 @@ def hull_refine(poses, hull_local, piece_start, link_pieces, row_link_a, row_lin
                             best_a[k] = a_pts[i, k]
             if low_z > d[row]:
                 d[row] = low_z
-                for k in range(3):
-                    point_a[row, k] = best_a[k]
-                    point_b[row, k] = best_a[k] if k < 2 else 0.0
-                normal[row, 0] = 0.0
-                normal[row, 1] = 0.0
-                normal[row, 2] = 1.0
+                _above_ground(best_a, point_a[row], point_b[row], normal[row])
             continue
         nx, ny, nz = -normal[row, 0], -normal[row, 1], -normal[row, 2]
         gap = np.inf
@@ -426,7 +426,7 @@ def compiled():
         namespace = dict(globals())
         import types
 
-        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_unit", "pairs_kernel", "_separation", "_place", "_hull_gap",
+        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_unit", "_above_ground", "_capsule_gap", "pairs_kernel", "_separation", "_place", "_hull_gap",
                      "hull_refine"):
             original = globals()[name]
             clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
