@@ -17,19 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.lru import LRU
+from ..core.model.obstacle_shapes import SHAPES
 
 #: The collection that shows a rig's collision model (one per rig): "<rig> collision model".
 MODEL_SUFFIX = " collision model"
 #: Custom property marking what a collision-model object stands for (the rig's name).
 MODEL_TAG = "kinema_collision_model"
 
-SHAPE_ITEMS = [
-    ("AUTO", "Auto", "The primitive of least volume (box, sphere or capsule), or convex pieces when none comes near the mesh"),
-    ("BOX", "Box", "The tightest box around each part of the mesh"),
-    ("SPHERE", "Sphere", "A sphere around each part of the mesh"),
-    ("CAPSULE", "Capsule", "A capsule along each part's longest direction"),
-    ("CONVEX", "Convex Pieces", "The convex hull of each connected part of the mesh"),
-]
+SHAPE_ITEMS = [(name.upper(), label, text) for name, (label, text) in SHAPES.items()]
 
 #: Fits by (mesh data, vertex hash, shape): an obstacle is refitted only when its vertices change.
 _FITS = LRU(256)

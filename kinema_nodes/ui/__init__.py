@@ -52,3 +52,11 @@ class RigOperator(ReportingOperator):
         from ..blender.edit import active_rig
 
         return active_rig(context) is not None
+
+    def execute(self, context):
+        """`act(context, rig)` on the active rig as one reported step; an operator that needs
+        more than the rig writes its own `execute`."""
+        from ..blender.edit import active_rig
+
+        rig = active_rig(context)
+        return self.reported(lambda: self.act(context, rig))

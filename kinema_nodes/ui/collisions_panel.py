@@ -64,19 +64,12 @@ class KINEMA_OT_toggle_collision_model(RigOperator, bpy.types.Operator):
     bl_idname = "kinema.toggle_collision_model"
     bl_label = "Show Collision Model"
 
-    def execute(self, context):
+    def act(self, context, rig):
         from ..blender.collisions import hide_collision_model, model_collection, show_collision_model
 
-        rig = active_rig(context)
-
-        def toggle():
-            if model_collection(rig) is not None:
-                count = hide_collision_model(rig)
-                return f"removed {count} collision-model objects"
-            count = show_collision_model(context, rig)
-            return f"collision model: {count} capsules"
-
-        return self.reported(toggle)
+        if model_collection(rig) is not None:
+            return f"removed {hide_collision_model(rig)} collision-model objects"
+        return f"collision model: {show_collision_model(context, rig)} capsules"
 
 
 class KINEMA_PT_ik_avoid_collisions(_NeedsTarget, SidebarPanel, bpy.types.Panel):

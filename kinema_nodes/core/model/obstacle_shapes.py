@@ -21,9 +21,14 @@ import numpy as np
 
 from ..errors import KinemaError
 
-#: What a mesh may be approximated by. "auto" picks the primitive of least volume, or convex
-#: pieces when no primitive comes close to the mesh's own hull.
-SHAPES = ("auto", "box", "sphere", "capsule", "convex")
+#: What a mesh may be approximated by: name -> (label, what it does), the words the UI shows.
+SHAPES = {
+    "auto": ("Auto", "The primitive of least volume (box, sphere or capsule), or convex pieces when none comes near the mesh"),
+    "box": ("Box", "The tightest box around each part of the mesh"),
+    "sphere": ("Sphere", "A sphere around each part of the mesh"),
+    "capsule": ("Capsule", "A capsule along each part's longest direction"),
+    "convex": ("Convex Pieces", "The convex hull of each connected part of the mesh"),
+}
 #: In "auto", a primitive is kept while its volume is at most this many times the hull's.
 AUTO_VOLUME_RATIO = 2.0
 #: The thinnest box side (metres): a flat plane of a mesh still blocks what passes through it.
