@@ -199,7 +199,8 @@ def remove_ik_target(context, rig, target) -> None:
     """✕: remove the target and everything adding it made, so the rig returns to plain FK as it
     was: its node and control bone, the control's F-curves and the target's keyed choice; with
     the rig's last target, also the Elbow Swivel (its ring bone, the ring's constraints and keys,
-    the ring shape when nothing else uses it) and the tree; Kinema/IK hides again once empty."""
+    the ring shape when nothing else uses it), the shown collision model and the tree; Kinema/IK
+    hides again once empty."""
     from .animation import node_path, remove_fcurves
 
     tree = target.id_data
@@ -223,6 +224,9 @@ def remove_ik_target(context, rig, target) -> None:
     _hide_empty_ik_collection(rig.data)
     _remove_unused_ring_shape()
     if last:
+        from .collisions import hide_collision_model
+
+        hide_collision_model(rig)
         rig.kinema_tree = None
         bpy.data.node_groups.remove(tree)
     else:

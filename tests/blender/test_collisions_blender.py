@@ -312,6 +312,11 @@ def test_the_viewport_toggle_shows_the_collision_model_on_the_bones_and_removes_
 
     assert {"REGISTER", "UNDO"} <= set(KINEMA_OT_toggle_collision_model.bl_options)
     assert bpy.ops.kinema.toggle_collision_model() == {"FINISHED"} and len(model_collection(rig).objects) == len(model.links)
+    # ✕ on the rig's last target removes what adding it made, the shown model with it
+    names = {o.name for o in model_collection(rig).objects}
+    assert bpy.ops.kinema.remove_ik_target(target=target.name) == {"FINISHED"}
+    assert model_collection(rig) is None and not names & set(bpy.data.objects.keys())
+    assert not [c for c in bpy.data.collections if c.name.endswith(" collision model")]
 
 
 def test_an_obstacle_with_a_nan_vertex_stops_the_solve_with_one_line_and_leaves_the_rig(blender):
