@@ -177,3 +177,30 @@ def test_a_family_end_is_shown_only_where_the_swivel_truly_cannot_be_reached(rob
                 ends += 1
                 assert set_swivel(robot, [target], c.joints, reference, options, link).saturated
     assert ends >= 1  # the case this test is about did occur
+
+
+def test_a_wrist_beside_its_singularity_is_one_branch_per_closed_form_branch(robots):
+    """bench_ur5's pose 115 (seed 2026): the wrist's middle joint at pi - 0.0007. There the
+    tool's 1e-5 leaves the joints around the wrist loose by ~0.035 rad, and two answers of one
+    closed-form branch came out 0.068 rad apart: shown twice. Polished toward their exact
+    solution they meet, so each closed-form branch is found exactly once (0.05 rad)."""
+    from kinema_nodes.core.stages import configurations
+
+    robot = robots("ur5")
+    q = np.array([-5.280258384723609, 1.3685602302494404, 1.7373797906990625, -0.9131548880757894, 3.1408578774929374,
+                  4.273028706027466])
+    target, pose = _target(robot, q, "tool0")
+    truth = _closed_form_branches(robot, UrOracle(robot, "tool0"), pose)
+    assert len(truth) == 8
+
+    def matches(found):
+        return sorted(j for c in found for j, t in enumerate(truth) if same_branch(robot, c.joints, t))
+
+    found = find_configurations(robot, [target], q, NUMPY)
+    assert matches(found) == list(range(8)) and len(found) == 8
+    assert all(c.position_error <= 1e-5 and c.rotation_error <= 1e-5 for c in found)
+    configurations.POLISH_ITERATIONS, polish = 0, configurations.POLISH_ITERATIONS
+    try:  # unpolished: the duplicate this test is about
+        assert len(find_configurations(robot, [target], q, NUMPY)) == 9
+    finally:
+        configurations.POLISH_ITERATIONS = polish

@@ -60,6 +60,12 @@ REDUNDANT_STALL = 3
 END_ITERATIONS = 150
 #: A redundant arm's solution within this of the reference swivel (rad) reached it.
 SWIVEL_REACHED = 1e-3
+#: Before the last comparison an arm without a spare joint polishes its branches this far
+#: (m, rad), for at most this many iterations, never giving up early: near a singularity (a UR
+#: wrist at pi - 0.001) the tool's 1e-5 leaves the joints around it loose by several DISTINCT_RAD,
+#: so two answers of one branch, each within 1e-5, can lie either side of it and compare apart.
+POLISH_TOLERANCE = 1e-10
+POLISH_ITERATIONS = 60
 #: Found sets kept for the Configuration-Select node (per robot, targets, held joints, swivel).
 CACHE_SIZE = 256
 
@@ -237,6 +243,8 @@ def find_configurations(
         found = np.concatenate([found, _new_branches(robot, last[~reaches], found)])
     if not len(found):
         return []
+    if spare is None:
+        found = _polished(robot, problem, arrays, found, current, tol_p, tol_r)
     errors, _, _ = problem.residual(found, arrays.rotations, arrays.positions, with_jacobian=False)
     current_reaches = bool(converged(problem.residual(current[None], arrays.rotations, arrays.positions, with_jacobian=False)[0],
                                       arrays.weights, tol_p, tol_r)[0])
@@ -249,6 +257,20 @@ def find_configurations(
         result.append(Configuration(q, float(np.max(err[:, 0])), float(np.max(err[:, 1])), distance, is_current))
     result.sort(key=lambda c: (not c.current, c.distance))
     return result
+
+
+def _polished(robot: RobotModel, problem, arrays, found: np.ndarray, current: np.ndarray, tol_p, tol_r) -> np.ndarray:
+    """The branches found, each descended toward its exact solution (`POLISH_TOLERANCE`) and
+    compared again: answers of one branch that the tool's tolerance left apart (beside a
+    singularity) meet there, and are kept once. A row that the polish did not leave within
+    the caller's tolerance keeps its unpolished value."""
+    from ..solve import converged, descend_batch
+
+    polished, errors, _, _, _ = descend_batch(problem, found, arrays, POLISH_TOLERANCE, POLISH_TOLERANCE, POLISH_ITERATIONS,
+                                              stall_window=0)
+    ok = converged(errors, arrays.weights, tol_p, tol_r)
+    found = np.where(ok[:, None], nearest_representative(robot, polished, current), found)
+    return found[_new_branch_rows(robot, found, found[:0])]
 
 
 def wrap_angle(angle):
