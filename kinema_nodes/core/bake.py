@@ -19,6 +19,7 @@ from .model.kinematics import link_pose
 from .graph.program import FrameInputs, Program, SolverStep, frame_avoid, pose_to_target
 from .model.robot import RobotModel
 from .model.rotations import quaternion_to_matrix, rotation_angle_between
+from .stages.limits import step_velocity
 
 #: A joint closer than this fraction of its range to either limit is flagged.
 LIMIT_MARGIN = 0.01
@@ -271,8 +272,7 @@ def check_bake(
 
     if count > 1:
         limits = robot.velocity_limits if velocity_limits is None else np.asarray(velocity_limits, dtype=float)
-        gaps = np.maximum(np.diff(solution.frames), 1e-9)[:, None]
-        speeds = np.abs(np.diff(q, axis=0)) * fps / gaps
+        speeds = np.abs(step_velocity(q, fps, solution.frames))
         moving = active[1:] | active[:-1]
         fast = (speeds > limits[None, :]) & moving
         for i in np.flatnonzero(fast.any(axis=1)):

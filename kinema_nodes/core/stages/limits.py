@@ -133,6 +133,18 @@ def _fill_ends(values: np.ndarray, first: int, last: int) -> np.ndarray:
     return values
 
 
+def step_velocity(joints: np.ndarray, fps: float, frames: np.ndarray | None = None) -> np.ndarray:
+    """(F-1, n) the speed of each step into frame k = 1..F-1, ``(q[k] - q[k-1]) * fps``, signed;
+    divided by the step's length in frames when `frames` (the frame numbers) are given, so a bake
+    over a range with gaps is not read as faster than it is. The one velocity `derivatives` (the
+    limit check) and `core.bake.check_bake` (the too-fast flag) both read."""
+    q = np.asarray(joints, dtype=float)
+    velocity = np.diff(q, axis=0) * fps
+    if frames is not None:
+        velocity = velocity / np.maximum(np.diff(np.asarray(frames, dtype=float)), 1e-9)[:, None]
+    return velocity
+
+
 def derivatives(joints: np.ndarray, fps: float) -> Derivatives:
     """Velocity, acceleration and jerk of each frame (see the module's docstring)."""
     q = np.asarray(joints, dtype=float)
@@ -148,7 +160,7 @@ def derivatives(joints: np.ndarray, fps: float) -> Derivatives:
     acceleration = np.zeros_like(q)
     jerk = np.zeros_like(q)
     if count >= 2:
-        velocity[1:] = np.diff(q, axis=0) * fps
+        velocity[1:] = step_velocity(q, fps)
     _fill_ends(velocity, 1, count - 1)
     if count >= 3:
         acceleration[1:-1] = np.diff(q, n=2, axis=0) * fps ** 2
