@@ -48,8 +48,9 @@ def unquoted_prefix(path: str, collection: str) -> tuple[str, str] | None:
 
 
 def pose_bone_path(bone: str, data_path: str) -> str:
-    """The RNA path of a pose bone's property (F-curves, drivers)."""
-    return f'pose.bones["{quoted(bone)}"].{data_path}'
+    """The RNA path of a pose bone's property (F-curves, drivers); `data_path` is a property
+    name or a custom property's `["name"]`."""
+    return f'pose.bones["{quoted(bone)}"]{"" if data_path.startswith("[") else "."}{data_path}'
 
 
 def node_path(node_name: str, rest: str) -> str:

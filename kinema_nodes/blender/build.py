@@ -258,7 +258,12 @@ def _set_up_pose_bones(arm_obj, robot: RobotModel) -> None:
             pose_bone.rotation_axis_angle = (0.0, *joint.axis)
             pose_bone.lock_rotations_4d = True
             pose_bone.lock_rotation_w = False
-        else:  # a slide on a skew axis: kinema_slide drives the three location channels
+        else:  # a slide on a skew axis: the kinema_slide custom property drives the three location channels
+            pose_bone[rig.SLIDE_KEY] = 0.0
+            low, high = sorted((channel.scale * joint.lower, channel.scale * joint.upper))
+            pose_bone.id_properties_ui(rig.SLIDE_KEY).update(
+                description=f"Joint '{joint.name}': a slide along an axis that is not a coordinate axis (drives location)",
+                subtype="DISTANCE", **({"min": low, "max": high} if np.isfinite(low) and np.isfinite(high) else {}))
             for k in range(3):
                 _add_driver(arm_obj, rig.JointChannel(joint.name, link, rig.LOCATION, k, 1.0, channel.source, True),
                             channel, float(joint.axis[k]), index=k)

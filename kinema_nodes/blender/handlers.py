@@ -20,6 +20,11 @@ def on_depsgraph_update(scene, depsgraph=None):
 @persistent
 def on_load(*_args):
     evaluator.forget_all()
+    from .rig import upgrade_slides
+
+    for obj in bpy.data.objects:
+        if obj.type == "ARMATURE" and obj.data.kinema.urdf_text:
+            upgrade_slides(obj)
 
 
 HANDLERS = (

@@ -8,8 +8,10 @@ values. Each movable joint moves its child link's bone through ONE channel:
   into the channel's scale, so `channel = scale * joint value`;
 - a prismatic joint on a coordinate axis slides `location[k]`;
 - any other axis turns the angle of an AXIS_ANGLE rotation whose axis is fixed to the joint's
-  (`rotation_axis_angle[0]`), or, for a slide, a `kinema_slide` property that drives the
-  three location channels.
+  (`rotation_axis_angle[0]`), or, for a slide, a `kinema_slide` custom property on the bone
+  that drives its three location channels (a custom property, not a registered one: Blender's
+  depsgraph files a registered pose-bone property under the bone's own transform, so a driver
+  from it to the same bone's location is a dependency cycle and a pose can lag a write).
 
 All other channels are locked. Mimic joints are driven from their source joint's channel, so
 they follow sliders, keys and solvers alike. The evaluator, the Joints panel and Bake all go
@@ -34,7 +36,10 @@ from ..core.model.bones import bone_channel
 from ..core.model.robot import Joint, RobotModel, robot_from_urdf_text
 
 #: Channel data paths, by kind.
-EULER, LOCATION, AXIS_ANGLE, SLIDE = "rotation_euler", "location", "rotation_axis_angle", "kinema_slide"
+EULER, LOCATION, AXIS_ANGLE, SLIDE = "rotation_euler", "location", "rotation_axis_angle", '["kinema_slide"]'
+#: The custom property a skew slide lives in, and the registered property rigs imported before
+#: the cycle fix used (`upgrade_slides` moves them).
+SLIDE_KEY = OLD_SLIDE = "kinema_slide"
 #: How many floats each channel has per pose bone (for foreach_get/foreach_set).
 _CHANNEL_WIDTH = {EULER: 3, LOCATION: 3, AXIS_ANGLE: 4}
 
@@ -185,7 +190,7 @@ def read_joint_values(obj, robot: RobotModel) -> np.ndarray:
     for path, width, positions, indices, components, scales in paths:
         if path == SLIDE:
             for i, bone, scale in zip(positions.tolist(), indices.tolist(), scales.tolist()):
-                q[i] = getattr(bones[bone], SLIDE) / scale
+                q[i] = slide_value(bones[bone]) / scale
             continue
         values = np.empty(count * width, dtype=np.float32)
         bones.foreach_get(path, values)
@@ -223,7 +228,7 @@ def write_joint_values(obj, robot: RobotModel, q) -> np.ndarray:
     for path, width, positions, indices, components, scales in paths:
         if path == SLIDE:
             for i, bone, scale in zip(positions.tolist(), indices.tolist(), scales.tolist()):
-                setattr(bones[bone], SLIDE, scale * q[i])
+                bones[bone][SLIDE_KEY] = scale * q[i]
             continue
         values = np.empty(count * width, dtype=np.float32)
         bones.foreach_get(path, values)
@@ -302,12 +307,49 @@ class KinemaRigSettings(bpy.types.PropertyGroup):
     tool_point: bpy.props.StringProperty(name="Tool Point", description="Link the IK aims at by default")
 
 
+def slide_value(pose_bone) -> float:
+    """A skew slide's channel value (0 before anything was written)."""
+    return float(pose_bone.get(SLIDE_KEY, 0.0))
+
+
+def upgrade_slides(obj) -> int:
+    """Move a rig imported before the cycle fix onto the custom property: the value, its keys
+    and the drivers that read or drive it. Returns how many slides moved (0 for a current rig)."""
+    moved = []
+    for pose_bone in obj.pose.bones:
+        settings = pose_bone.bone.kinema
+        if settings.data_path != OLD_SLIDE:
+            continue
+        pose_bone[SLIDE_KEY] = float(getattr(pose_bone, OLD_SLIDE, 0.0))
+        settings.data_path = SLIDE
+        moved.append(pose_bone.name)
+    if not moved:
+        return 0
+    from .animation import fcurves, pose_bone_path
+
+    renames = {pose_bone_path(bone, OLD_SLIDE): pose_bone_path(bone, SLIDE) for bone in moved}
+    animation = obj.animation_data
+    if animation is not None:
+        for driver in animation.drivers:
+            if driver.data_path in renames:
+                driver.data_path = renames[driver.data_path]
+            for variable in driver.driver.variables:
+                for target in variable.targets:
+                    if target.data_path in renames:
+                        target.data_path = renames[target.data_path]
+        for curve in fcurves(obj):
+            if curve.data_path in renames:
+                curve.data_path = renames[curve.data_path]
+    obj.update_tag()
+    return len(moved)
+
+
 def _slider_get(pose_bone, kinds: tuple[str, ...]) -> float:
     settings = pose_bone.bone.kinema
     if settings.joint_type not in kinds or not settings.actuated:
         return 0.0
     if settings.data_path == SLIDE:
-        raw = getattr(pose_bone, SLIDE)
+        raw = slide_value(pose_bone)
     else:
         raw = getattr(pose_bone, settings.data_path)[settings.index]
     return raw / settings.scale
@@ -319,7 +361,7 @@ def _slider_set(pose_bone, value: float, kinds: tuple[str, ...]) -> None:
         return
     value = min(max(value, settings.lower), settings.upper)
     if settings.data_path == SLIDE:
-        setattr(pose_bone, SLIDE, settings.scale * value)
+        pose_bone[SLIDE_KEY] = settings.scale * value
     else:
         channel = getattr(pose_bone, settings.data_path)
         channel[settings.index] = settings.scale * value
@@ -381,8 +423,10 @@ def register_properties() -> None:
         name="Joint Range", description="Where this joint is between its lower and upper limit",
         subtype="FACTOR", min=0.0, max=1.0, get=_range_get, set=_range_set, options=set(), precision=2,
     )
+    # Where rigs imported before the cycle fix kept a skew slide; kept so those files open and
+    # `upgrade_slides` can read it (new rigs use the `kinema_slide` custom property).
     bpy.types.PoseBone.kinema_slide = bpy.props.FloatProperty(
-        name="Slide", description="A slide along an axis that is not a coordinate axis (drives location)",
+        name="Slide (old rigs)", description="Where rigs imported before the cycle fix kept a skew slide",
         subtype="DISTANCE", unit="LENGTH",
     )
 
