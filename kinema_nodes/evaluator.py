@@ -240,7 +240,7 @@ def _live_solve(robot, goals, start, options):
 
         if len(_prepared) >= _PREPARED_KEPT:
             _prepared.clear()
-        prepared = _prepared[key] = prepare(robot, links, replace(options, posture=None), weights)
+        prepared = _prepared[key] = prepare(robot, links, replace(options, posture=None), weights, live=True)
     return prepared.solve([g.position for g in goals], [g.wxyz for g in goals], start, options.posture)
 
 
@@ -378,8 +378,10 @@ def run_all(scene=None, *, force: bool = False) -> None:
         _running = False
 
 
-def warm_up_tree(tree) -> float:
-    """Compile the solvers a tree needs without solving (the wait-cursor moment). Seconds."""
+def warm_up_tree(tree, *, wait: bool = True) -> float:
+    """Compile the solvers a tree needs without solving (the wait-cursor moment). Seconds.
+    `wait=False`: start the compiles in the background (the live solve answers on the NumPy
+    kernel until they are ready) and return at once."""
     from .core.solve import warm_up
 
     program = program_for(tree)
@@ -387,5 +389,5 @@ def warm_up_tree(tree) -> float:
     for step in program.steps:
         if step.backend == "pyroki":
             links = tuple(node_by_path(tree, t.node).link_at_frame(step.robot) for t in step.targets)
-            seconds += warm_up(step.robot, links, step.options)
+            seconds += warm_up(step.robot, links, step.options, wait=wait)
     return seconds

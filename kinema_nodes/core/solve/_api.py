@@ -57,7 +57,10 @@ def pyroki_size_reason(robot, chain_joints: int | None = None) -> str | None:
     return None
 
 
-def _choose_backend(options: SolveOptions, robot=None, chain_joints: int | None = None) -> tuple[str, str | None]:
+def _choose_backend(options: SolveOptions, robot=None, chain_joints: int | None = None, *,
+                    import_jax: bool = True) -> tuple[str, str | None]:
+    """`import_jax=False` (the live path): JAX only has to be installed; importing it is left
+    to the background build (`_warming`), which reports a failed import."""
     if options.backend == "numpy":
         return "numpy", None
     too_large = pyroki_size_reason(robot, chain_joints) if robot is not None else None
@@ -66,8 +69,10 @@ def _choose_backend(options: SolveOptions, robot=None, chain_joints: int | None 
     # Only JAX is needed up front: a solver exported by an earlier session runs without
     # importing PyRoki (and its viewer dependencies); a failed PyRoki import while building
     # one is caught in `solve` and reported the same way.
-    from ._pyroki_backend import jax_available
+    from ._pyroki_backend import jax_available, jax_present
 
+    if not import_jax and jax_present():
+        return "pyroki", None
     ok, reason = jax_available()
     return ("pyroki", None) if ok else ("numpy", reason)
 
@@ -382,7 +387,7 @@ class PreparedSolve:
     cold solve, numba not ready, a descent that needs restarts, suspicious numbers) takes the
     general `solve` path, so the answers are the same either way."""
 
-    def __init__(self, robot, links: Sequence[str], options: SolveOptions | None = None, weights=None):
+    def __init__(self, robot, links: Sequence[str], options: SolveOptions | None = None, weights=None, live: bool = False):
         self.robot = robot
         self.options = options = DEFAULT_OPTIONS if options is None else options
         check_options(robot, options)
@@ -392,7 +397,13 @@ class PreparedSolve:
                                       for link, w in zip(links, self.weights.tolist())])
         self.links = probe.links
         self.problem = problem_for(robot, self.links, frozenset(options.held_joints))
-        backend, _ = _choose_backend(options, robot, len(self.problem.free))
+        backend, _ = _choose_backend(options, robot, len(self.problem.free), import_jax=not live)
+        #: live: the PyRoki program still compiling (`_warming`); the NumPy kernel answers until it is ready
+        self.warming = None
+        self.note = None
+        if live and backend == "pyroki" and len(self.problem.free):
+            if self._poll_pyroki():
+                backend = "numpy"
         self.fast = backend == "numpy" and not options.cold and options.avoid is None and len(self.problem.free) > 0
         if self.fast:
             from ._numpy_backend import kernel_chain
@@ -409,6 +420,27 @@ class PreparedSolve:
             self.packed = np.empty((1, len(self.links), 14))
             self.packed[0, :, 12:] = self.weights
 
+    def _poll_pyroki(self) -> bool:
+        """Live only: True while the NumPy kernel stands in for a PyRoki program that is still
+        compiling (or failed to: then for good, with the failure as the note)."""
+        from ._warming import compiling_reason, failure_reason, pyroki_state
+
+        state, what = pyroki_state(self.robot, self.links)
+        if state == "ready":
+            self.warming = self.note = None
+            return False
+        self.warming = what if state == "compiling" else None
+        self.note = compiling_reason(what) if state == "compiling" else failure_reason(what)
+        return True
+
+    def _general(self, positions, wxyz, start, options) -> SolveResult:
+        """`solve`; on the NumPy backend, with the note, while PyRoki is not ready (live)."""
+        if self.note is None:
+            return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
+        result = solve(self.robot, self.goals(positions, wxyz), start, replace(_options(options), backend="numpy"))
+        result.fallback_reason = result.fallback_reason or self.note
+        return result
+
     def goals(self, positions, wxyz) -> list[IKTarget]:
         return [IKTarget(link, tuple(p), tuple(r), *w) for link, p, r, w in
                 zip(self.links, np.asarray(positions).tolist(), np.asarray(wxyz).tolist(), self.weights.tolist())]
@@ -423,9 +455,11 @@ class PreparedSolve:
         elif options.posture is None or tuple(posture) != options.posture:
             # only the general path and an unsettled answer read it from the options
             options = _WithPosture(options, posture)
+        if self.warming is not None and not self._poll_pyroki():
+            self.fast = False  # PyRoki is ready: from now on it answers, warm-started from the rig's pose
         run = kernel_compiled() if self.fast else None
         if run is None:
-            return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
+            return self._general(positions, wxyz, start, options)
         count = len(self.links)
         start = check_start(self.robot, start)
         packed = self.packed
@@ -452,7 +486,7 @@ class PreparedSolve:
                 posture_argument = self.posture
                 posture_argument[:len(self.free)] = [posture[j] for j in self.free]
         except (TypeError, ValueError):
-            return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
+            return self._general(positions, wxyz, start, options)
         rows = packed[0]
         q_raw = np.empty((1, self.robot.dof))
         errors = np.empty((1, count, 2))
@@ -460,12 +494,12 @@ class PreparedSolve:
         run(self.chain.ints, self.chain.floats, start[None], _ZERO_INDEX, packed, _ZERO_WANTED, self.settings,
             posture_argument, q_raw, errors, stats)
         if stats[0, 2] < 0.5:  # the start's descent did not make it: restarts, budget and reason as `solve` does them
-            return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
+            return self._general(positions, wxyz, start, options)
         targets = TargetArrays(self.links, rows[:, :3], rows[:, 3:12].reshape(count, 3, 3), np.asarray(wxyz, dtype=float),
                                self.weights)
         settled = stats[0, 3] > 0.5
         return _complete(self.robot, self.problem, start, targets, self.options if settled else _options(options), t0,
-                         q_raw[0], errors[0], int(stats[0, 1]), False, "numpy", None, settled=settled)
+                         q_raw[0], errors[0], int(stats[0, 1]), False, "numpy", self.note, settled=settled)
 
 
 class _WithPosture(tuple):
@@ -488,22 +522,34 @@ _NO_POSTURE = np.zeros(0)
 _MAX_DISTANCE_SQUARED = MAX_TARGET_DISTANCE_M ** 2
 
 
-def prepare(robot, links: Sequence[str], options: SolveOptions | None = None, weights=None) -> PreparedSolve:
+def prepare(robot, links: Sequence[str], options: SolveOptions | None = None, weights=None, *,
+            live: bool = False) -> PreparedSolve:
     """A `PreparedSolve` for these links and options (see there): for a live session or a bake
-    that solves the same link set frame after frame."""
-    return PreparedSolve(robot, links, options, weights)
+    that solves the same link set frame after frame.
+
+    `live=True` (the viewport): never wait for a PyRoki compile. While the program for this
+    robot and link set compiles in the background, the NumPy kernel answers (backend "numpy",
+    `fallback_reason` saying PyRoki is compiling); the first solve after it is ready is PyRoki's,
+    warm-started from the pose the kernel left. Without `live` (a bake, the CLI) a PyRoki solve
+    waits for its program, so the answer comes from the backend asked for."""
+    return PreparedSolve(robot, links, options, weights, live=live)
 
 
-def warm_up(robot, links: Sequence[str], options: SolveOptions | None = None) -> float:
+def warm_up(robot, links: Sequence[str], options: SolveOptions | None = None, *, wait: bool = True) -> float:
     """Compile the solver for these target links without solving (the wait-cursor moment).
-    Returns the seconds it took; instant for the NumPy backend or when PyRoki is missing."""
+    Returns the seconds it took; instant for the NumPy backend or when PyRoki is missing.
+    `wait=False` (Add IK Target): start the compile in the background and return at once."""
     t0 = time.perf_counter()
     options = DEFAULT_OPTIONS if options is None else options
     links = tuple(robot.check_link(link) for link in ([links] if isinstance(links, str) else links))
     if not links:
         raise KinemaError("warm_up needs at least one target link")
-    backend, _ = _choose_backend(options, robot)
-    if backend == "pyroki":
+    backend, _ = _choose_backend(options, robot, import_jax=wait)
+    if backend == "pyroki" and not wait:
+        from ._warming import pyroki_state
+
+        pyroki_state(robot, links)
+    elif backend == "pyroki":
         from ._pyroki_backend import warm_up_pyroki
 
         with contextlib.suppress(Exception):  # solve() will fall back to NumPy and report why

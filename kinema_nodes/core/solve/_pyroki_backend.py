@@ -47,6 +47,20 @@ def jax_available() -> tuple[bool, str | None]:
     return True, None
 
 
+def jax_present() -> bool:
+    """JAX and jaxlie are installed (or already imported), found without importing them: the
+    live path leaves the import (~0.5-1 s) to the background build."""
+    import importlib.util
+    import sys
+
+    if "jax" in sys.modules and "jaxlie" in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec("jax") is not None and importlib.util.find_spec("jaxlie") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def pyroki_available() -> tuple[bool, str | None]:
     """(True, None) when JAX and PyRoki import; else (False, why). Cached after the first ask."""
     global _availability
@@ -442,13 +456,16 @@ class CompiledSolver:
 
 
 def solver_for(robot, links: tuple[str, ...]) -> CompiledSolver:
-    key = (robot.fingerprint, links)
-    with _lock:
-        return _solvers.get_or_build(key, lambda: CompiledSolver(robot, links))
+    """The compiled program, waiting for it (built here, or a background build joined: one
+    build per key, see `_warming`). `_lock` guards only the LRU, never a compile."""
+    from ._warming import solver_for as built
+
+    return built(robot, links)
 
 
 def loaded_solver_keys() -> list:
-    return _solvers.keys()
+    with _lock:
+        return _solvers.keys()
 
 
 def set_lru_size(capacity: int) -> None:
@@ -456,7 +473,11 @@ def set_lru_size(capacity: int) -> None:
 
 
 def clear_solvers() -> None:
-    _solvers.clear()
+    from ._warming import forget_failures
+
+    with _lock:
+        _solvers.clear()
+    forget_failures()
 
 
 def solve_pyroki(robot, problem, start: np.ndarray, targets, options, t0: float):
