@@ -139,17 +139,20 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
         tree, target, solver_node = add_ik_target(bpy.context, rig, link, backend=solver.upper())
     solver_node.live = False
     solver_node.use_own_budget, solver_node.budget_ms = True, 60_000.0  # a bake is not a live frame
-    if avoid is not None:  # --avoid / --obstacles / --collision-margin: the Solver node's Avoid Collisions
-        from .obstacles import set_solver_avoid
-
-        set_solver_avoid(bpy, solver_node, avoid, rig)
     key_control(bpy, rig, target, track)
     key_links(target, robot, track, link)
     node = ensure_bake_node(tree, scene)
     node.frame_start, node.frame_end, node.speed_limit = first, last, speed_limit
     started = time.perf_counter()
-    results = bake_tree(tree, first, last, progress=progress, fps=fps)
+    # --avoid / --obstacles / --collision-margin reach the bake one way: the file's `Avoid` as it
+    # is, for every Solver (BakeJob(avoid=)); the same path a script's bake_tree(avoid=) takes.
+    results = bake_tree(tree, first, last, progress=progress, fps=fps, avoid=avoid)
     seconds = time.perf_counter() - started
+    if avoid is not None:  # the saved .blend shows the obstacles, and its live IK avoids them as the bake did
+        from ..core.graph.registry import kind_of
+        from .obstacles import set_solver_avoid
+
+        set_solver_avoid(bpy, [n for n in tree.nodes if kind_of(n) == "solver"], avoid, rig)
     scene.frame_set(first)
     blend = save_blend(bpy, out)
     return BakeOutcome(rig, tree, results[0], seconds, blend)

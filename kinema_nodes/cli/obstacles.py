@@ -60,7 +60,10 @@ def clearance_payload(result) -> dict:
             "colliding": [list(pair) for pair in result.colliding]}
 
 
-# ---- bake: the obstacles as Blender objects the Solver node reads -------------------------------
+# ---- bake: the obstacles kept in the saved .blend ------------------------------------------------
+# The bake itself avoids the file's primitives as they are (`blender.baking.BakeJob(avoid=)`);
+# these put them in the scene as mesh objects wired to the Solver node, so the saved file shows
+# what was avoided and its live IK keeps clear of the same obstacles.
 
 OBSTACLE_COLLECTION = "Kinema Obstacles"
 
@@ -145,13 +148,17 @@ def obstacle_collection(bpy, world, rig):
     return collection
 
 
-def set_solver_avoid(bpy, solver_node, avoid, rig) -> None:
-    """The Solver node's Avoid Collisions settings from an `Avoid` (the bake's --avoid options)."""
-    solver_node.avoid_self = bool(avoid.self_)
-    solver_node.margin_mm = avoid.margin_m * 1000.0
+def set_solver_avoid(bpy, solver_nodes, avoid, rig) -> None:
+    """The Solver nodes' Avoid Collisions settings from an `Avoid` (the bake's --avoid options),
+    set after the bake for the saved file: the bake took the `Avoid` itself, for every Solver of
+    the tree, so every Solver gets the settings (and one shared obstacle collection)."""
     world = avoid.world
-    solver_node.avoid_world = world is not None
-    if world is not None:
-        solver_node.ground = bool(world.ground)
-        if world.obstacles:
-            solver_node.obstacles = obstacle_collection(bpy, world, rig)
+    collection = obstacle_collection(bpy, world, rig) if world is not None and world.obstacles else None
+    for solver_node in solver_nodes:
+        solver_node.avoid_self = bool(avoid.self_)
+        solver_node.margin_mm = avoid.margin_m * 1000.0
+        solver_node.avoid_world = world is not None
+        if world is not None:
+            solver_node.ground = bool(world.ground)
+            if collection is not None:
+                solver_node.obstacles = collection
