@@ -49,7 +49,7 @@ class FclChecker:
     def __init__(self, robot, world=None, self_check: bool = True):
         import fcl
 
-        from kinema_nodes.core.model.collision import _mesh_refs, _pair, collision_model
+        from kinema_nodes.core.model.collision import _pair, collision_model
         from kinema_nodes.core.model.meshes import load_mesh_arrays
 
         self.robot = robot
@@ -65,7 +65,7 @@ class FclChecker:
                     g = element.geometry
                     origin = np.eye(4) if element.origin is None else np.asarray(element.origin, dtype=float)
                     if g.mesh is not None:
-                        ref = next(m for m in _mesh_refs(robot) if m.link == link and m.role == role and m.filename == g.mesh.filename)
+                        ref = next(m for m in robot.mesh_files() if m.link == link and m.role == role and m.filename == g.mesh.filename)
                         v, f = load_mesh_arrays(ref.path, ref.scale, source=robot.path, filename=ref.filename)
                         geometry = _bvh(v, f)
                     elif g.box is not None:

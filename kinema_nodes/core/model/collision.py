@@ -120,7 +120,7 @@ def link_geometry(robot: RobotModel, link: str) -> tuple[list[np.ndarray], list[
                 continue
             origin = _origin(element)
             if geometry.mesh is not None:
-                ref = next((m for m in _mesh_refs(robot) if m.link == link and m.role == role
+                ref = next((m for m in robot.mesh_files() if m.link == link and m.role == role
                             and m.filename == geometry.mesh.filename), None)
                 if ref is None:
                     raise RobotFileError(robot.path or robot.name, f"link '{link}' {role} mesh '{geometry.mesh.filename}' "
@@ -142,23 +142,6 @@ def link_geometry(robot: RobotModel, link: str) -> tuple[list[np.ndarray], list[
         if clouds or spheres:
             return clouds, spheres, role
     return [], [], None
-
-
-def _mesh_refs(robot: RobotModel) -> list:
-    """The robot's mesh files: those `load_robot` found, or (a robot read without its meshes,
-    e.g. from a rig's stored URDF) found now by the same search and checks, once per robot."""
-    if robot.meshes:
-        return robot.meshes
-    cache = robot.cache("collision_meshes")
-    if "refs" not in cache:
-        from .packages import PackageSearchPath
-        from .robot import _mesh_refs as find_refs
-
-        refs = []
-        if robot.path is not None and robot.urdf is not None:
-            refs = find_refs(Path(robot.path), robot.urdf, PackageSearchPath(robot_file=Path(robot.path)))
-        cache["refs"] = refs
-    return cache["refs"]
 
 
 #: A mesh is cut into up to this many pieces (its triangles grouped by where they lie) ...

@@ -112,6 +112,20 @@ class RobotModel:
         robot, so a reloaded robot never sees another's derived data."""
         return self._derived.setdefault(name, {})
 
+    def mesh_files(self) -> list[MeshRef]:
+        """The robot's mesh files: those `load_robot` found, or (a robot read without its meshes,
+        e.g. from a rig's stored URDF) found now by the same search and checks, once per robot.
+        The collision model reads link meshes through this, so it never needs `check_meshes`."""
+        if self.meshes:
+            return self.meshes
+        cache = self.cache("mesh_files")
+        if "refs" not in cache:
+            refs = []
+            if self.path is not None and self.urdf is not None:
+                refs = _mesh_refs(Path(self.path), self.urdf, PackageSearchPath(robot_file=Path(self.path)))
+            cache["refs"] = refs
+        return cache["refs"]
+
     # ---- configuration vectors ---------------------------------------------------------
     @property
     def dof(self) -> int:
