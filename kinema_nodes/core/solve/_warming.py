@@ -148,7 +148,9 @@ def pyroki_state(robot, links: tuple[str, ...]) -> tuple[str, object]:
             build = _builds[key] = _Build(robot, links)
             _queue.append(build)
             if _worker is None or not _worker.is_alive():
-                _worker = threading.Thread(target=_work, name="kinema-pyroki-compile", daemon=True)
+                # Not a daemon: a process that exits mid-compile waits for that one build (only
+                # the queue is dropped, `_drop_queue`); a daemon thread killed inside XLA aborts it.
+                _worker = threading.Thread(target=_work, name="kinema-pyroki-compile")
                 _worker.start()
         if build.state == "failed":
             return "failed", build.error
@@ -235,6 +237,23 @@ def _run(build: _Build) -> None:
             listener(build.key, ok)
         except Exception:  # noqa: BLE001, S110 - a listener's failure must not stop the worker
             pass
+
+
+def _drop_queue() -> None:
+    """At exit: builds not started yet are dropped, so the process waits for one build at most."""
+    with _guard:
+        for build in _queue:
+            _builds.pop(build.key, None)
+            build.error = RuntimeError("the process exited before this build started")
+            build.state = "failed"
+            build.done.set()
+        _queue.clear()
+
+
+try:  # runs before the interpreter joins non-daemon threads (what concurrent.futures uses)
+    threading._register_atexit(_drop_queue)
+except AttributeError:  # noqa: S110 - an interpreter without it waits for the whole queue
+    pass
 
 
 def forget_failures() -> None:
