@@ -20,9 +20,10 @@ import numpy as np
 from ..errors import KinemaError
 from ._blas import single_threaded_blas
 from ._chain import problem_for
-from ._kernel import compiled_form as kernel_compiled, kernel_status
-from ._numpy_backend import STALL_WINDOW, lm_run, solve_numpy
-from ._types import (MAX_TARGET_DISTANCE_M, IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
+from ._frame import FrameSolve, solve_frame
+from ._kernel import kernel_status
+from ._numpy_backend import lm_run, solve_numpy
+from ._types import (IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
                      check_targets, pack_targets)
 
 #: A float32 PyRoki answer that misses the float64 tolerance by less than this is polished by
@@ -132,6 +133,10 @@ def solve(
         from ..stages.collisions import solve_avoiding
 
         return solve_avoiding(robot, targets, start, options, solve)
+    if options.backend == "numpy" and not options.cold:
+        result = solve_frame(robot, targets, start, options, t0)  # a warm solve in one compiled call
+        if result is not None:
+            return result
     if options.backend == "numpy" and kernel_status()[0] == "numba":  # no BLAS call on this path
         return _solve(robot, targets, start, options, t0)
     with single_threaded_blas():
@@ -406,19 +411,9 @@ class PreparedSolve:
                 backend = "numpy"
         self.fast = backend == "numpy" and not options.cold and options.avoid is None and len(self.problem.free) > 0
         if self.fast:
-            from ._numpy_backend import kernel_chain
             from ._posture import redundancy
 
-            self.chain = kernel_chain(self.problem)
-            self.free = self.problem.free.tolist()
-            # the kernel's posture argument (`_kernel.posture_columns`), refilled per frame
-            self.posture = None
-            if redundancy(self.problem, self.weights) > 0:
-                self.posture = np.concatenate([np.zeros(len(self.problem.free)), self.problem.continuous.astype(float)])
-            self.settings = np.array([options.position_tolerance, options.rotation_tolerance, float(options.max_iterations),
-                                      float(STALL_WINDOW), 0.0])
-            self.packed = np.empty((1, len(self.links), 14))
-            self.packed[0, :, 12:] = self.weights
+            self.frame = FrameSolve(self.problem, self.weights, options, redundancy(self.problem, self.weights) > 0)
 
     def _poll_pyroki(self) -> bool:
         """Live only: True while the NumPy kernel stands in for a PyRoki program that is still
@@ -457,49 +452,12 @@ class PreparedSolve:
             options = _WithPosture(options, posture)
         if self.warming is not None and not self._poll_pyroki():
             self.fast = False  # PyRoki is ready: from now on it answers, warm-started from the rig's pose
-        run = kernel_compiled() if self.fast else None
-        if run is None:
-            return self._general(positions, wxyz, start, options)
-        count = len(self.links)
-        start = check_start(self.robot, start)
-        packed = self.packed
-        try:
-            p = np.asarray(positions, dtype=float).reshape(count, 3).tolist()
-            r = np.asarray(wxyz, dtype=float).reshape(count, 4).tolist()
-            for t in range(count):
-                px, py, pz = p[t]
-                w, x, y, z = r[t]
-                norm2 = w * w + x * x + y * y + z * z
-                # NaN fails every comparison: such a target goes to `solve`, which names the problem
-                if not (px * px + py * py + pz * pz <= _MAX_DISTANCE_SQUARED and 1e-12 <= norm2 < math.inf):
-                    raise ValueError
-                n = math.sqrt(norm2)
-                w, x, y, z = w / n, x / n, y / n, z / n
-                packed[0, t, :12] = (px, py, pz,
-                                     1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-                                     2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-                                     2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
-            posture_argument = _NO_POSTURE
-            if posture is not None and self.posture is not None:
-                if len(posture) != self.robot.dof or not math.isfinite(sum(posture)):
-                    raise ValueError
-                posture_argument = self.posture
-                posture_argument[:len(self.free)] = [posture[j] for j in self.free]
-        except (TypeError, ValueError):
-            return self._general(positions, wxyz, start, options)
-        rows = packed[0]
-        q_raw = np.empty((1, self.robot.dof))
-        errors = np.empty((1, count, 2))
-        stats = np.empty((1, 4))
-        run(self.chain.ints, self.chain.floats, start[None], _ZERO_INDEX, packed, _ZERO_WANTED, self.settings,
-            posture_argument, q_raw, errors, stats)
-        if stats[0, 2] < 0.5:  # the start's descent did not make it: restarts, budget and reason as `solve` does them
-            return self._general(positions, wxyz, start, options)
-        targets = TargetArrays(self.links, rows[:, :3], rows[:, 3:12].reshape(count, 3, 3), np.asarray(wxyz, dtype=float),
-                               self.weights)
-        settled = stats[0, 3] > 0.5
-        return _complete(self.robot, self.problem, start, targets, self.options if settled else _options(options), t0,
-                         q_raw[0], errors[0], int(stats[0, 1]), False, "numpy", self.note, settled=settled)
+        if self.fast:
+            # one compiled call: checks, packing, descent, slide and `_finish` (core/solve/_frame.py)
+            result = self.frame.solve(positions, wxyz, start, posture, t0, self.note)
+            if result is not None:
+                return result
+        return self._general(positions, wxyz, start, options)
 
 
 class _WithPosture(tuple):
@@ -516,10 +474,6 @@ def _options(options) -> SolveOptions:
     return options
 
 
-_ZERO_INDEX = np.zeros(1, dtype=np.int64)
-_ZERO_WANTED = np.zeros(1)
-_NO_POSTURE = np.zeros(0)
-_MAX_DISTANCE_SQUARED = MAX_TARGET_DISTANCE_M ** 2
 
 
 def prepare(robot, links: Sequence[str], options: SolveOptions | None = None, weights=None, *,

@@ -883,14 +883,118 @@ def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, pos
     return ran
 
 
+#: `_frame`'s answers: done (converged, within the limits, nothing left for Python but the result);
+#: the general path must answer (no convergence from the start, the slide gave up, or the limits
+#: clip the answer: restarts, reasons and clipping as `solve` does them); refused (a number `solve`
+#: refuses, so that it names the problem).
+FRAME_DONE, FRAME_GENERAL, FRAME_REFUSED = 0, 1, 2
+#: `_types.MAX_TARGET_DISTANCE_M` squared (kept here: the kernel imports nothing of the package).
+FRAME_MAX_DISTANCE_SQUARED = 1.0e4 ** 2
+#: Frame settings after the chain's floats (`frame_floats`): tol_p, tol_r, max_iterations,
+#: stall_window, posture on (1.0) or off, dof.
+FRAME_SETTINGS = 6
+
+
+def _frame(ints, floats, start, positions, wxyz, q_out):
+    """One warm solve in one call, for the every-frame paths (`PreparedSolve.solve`, `solve`):
+    the number checks and quaternion-to-matrix packing of `_types._pack`, the descent from the
+    start, the posture slide, and `_api._finish`'s contract (multi-turn joints unwrapped toward
+    the start, the limits) into q_out (n,). `floats` is the chain's buffer followed by the frame's
+    settings, weights, the robot's limits and the posture (`frame_floats`); positions (3T,) and
+    wxyz (4T,) flat. Returns (code, position error, rotation error, iterations): the largest
+    float64 errors at q_out, measured by the descent (the unwrap moves joints by whole turns only).
+    The arithmetic is `_packed_rows`' followed by `_finish`'s, in the same order, so the answer
+    is the general path's to the bit."""
+    data = _unpack(ints, floats)
+    m, t, p, k = ints[0], ints[1], ints[2], ints[3]
+    free = data[17]
+    at = 17 * m + 12 * t + 12 * p + 2 * k
+    tol_p, tol_r = floats[at], floats[at + 1]
+    max_iterations, stall_window = int(floats[at + 2]), int(floats[at + 3])
+    use_posture = floats[at + 4] > 0.5
+    n = int(floats[at + 5])
+    at += FRAME_SETTINGS
+    twt = np.empty((t, 2))
+    for i in range(t):
+        twt[i, 0], twt[i, 1] = floats[at + 2 * i], floats[at + 2 * i + 1]
+    at += 2 * t
+    lower_at, upper_at = at, at + n
+    at += 2 * n
+    posture = np.empty(2 * k)
+    for c in range(2 * k):
+        posture[c] = floats[at + c]
+    if start.shape[0] != n or positions.shape[0] != 3 * t or wxyz.shape[0] != 4 * t or q_out.shape[0] != n:
+        return FRAME_REFUSED, 0.0, 0.0, 0
+    for c in range(n):
+        if not math.isfinite(start[c]):
+            return FRAME_REFUSED, 0.0, 0.0, 0
+    tpos = np.empty((t, 3))
+    trot = np.empty((t, 3, 3))
+    for i in range(t):
+        px, py, pz = positions[3 * i], positions[3 * i + 1], positions[3 * i + 2]
+        w, x, y, z = wxyz[4 * i], wxyz[4 * i + 1], wxyz[4 * i + 2], wxyz[4 * i + 3]
+        norm2 = w * w + x * x + y * y + z * z
+        # NaN fails every comparison; an overflow to inf fails the bounds
+        if not (px * px + py * py + pz * pz <= FRAME_MAX_DISTANCE_SQUARED and 1e-12 <= norm2 and norm2 < math.inf):
+            return FRAME_REFUSED, 0.0, 0.0, 0
+        norm = math.sqrt(norm2)
+        w, x, y, z = w / norm, x / norm, y / norm, z / norm
+        tpos[i, 0], tpos[i, 1], tpos[i, 2] = px, py, pz
+        trot[i, 0, 0], trot[i, 0, 1], trot[i, 0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+        trot[i, 1, 0], trot[i, 1, 1], trot[i, 1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+        trot[i, 2, 0], trot[i, 2, 1], trot[i, 2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+    for c in range(n):
+        q_out[c] = start[c]
+    errors = np.empty((t, 2))
+    iterations, ok, _ = _descend(data, q_out, tpos, trot, twt, 0.0, tol_p, tol_r, max_iterations, stall_window, errors)
+    if not ok:
+        return FRAME_GENERAL, 0.0, 0.0, iterations
+    if use_posture and p != 3:
+        extra, settled = _settle(data, q_out, tpos, trot, twt, posture, tol_p, tol_r, errors)
+        iterations += extra
+        if not settled:
+            return FRAME_GENERAL, 0.0, 0.0, iterations
+    for c in range(k):
+        if posture[k + c] > 0.5:  # a multi-turn joint: the value nearest the start
+            j = free[c]
+            s = start[j]
+            q_out[j] = s + (q_out[j] - s + math.pi) % (2 * math.pi) - math.pi
+    for c in range(n):
+        v = q_out[c]
+        if not (v >= floats[lower_at + c] and v <= floats[upper_at + c]):  # NaN too
+            return FRAME_GENERAL, 0.0, 0.0, iterations
+    position_error = errors[0, 0]
+    rotation_error = errors[0, 1]
+    for i in range(1, t):
+        position_error = max(position_error, errors[i, 0])
+        rotation_error = max(rotation_error, errors[i, 1])
+    return FRAME_DONE, position_error, rotation_error, iterations
+
+
+def frame_floats(chain: KernelChain, tol_p: float, tol_r: float, max_iterations: int, weights, robot_lower, robot_upper,
+                 continuous) -> tuple[np.ndarray, int, int]:
+    """`_frame`'s float buffer for a chain: its own floats, then the settings, weights (T, 2),
+    the robot's limits (n each) and the posture slot (the anchor at the free columns, then 1.0
+    per multi-turn column, as `posture_columns`). Returns (buffer, where the posture flag is,
+    where the posture anchor starts)."""
+    k = len(chain.free)
+    settings = np.array([tol_p, tol_r, float(max_iterations), float(STALL_WINDOW), 0.0, float(len(robot_lower))])
+    posture = np.concatenate([np.zeros(k), np.asarray(continuous, dtype=float)])
+    buffer = np.concatenate([chain.floats, settings, np.asarray(weights, dtype=float).ravel(),
+                             np.asarray(robot_lower, dtype=float), np.asarray(robot_upper, dtype=float), posture])
+    flag = len(chain.floats) + 4
+    return np.ascontiguousarray(buffer, dtype=float), flag, len(buffer) - 2 * k
+
+
 # ---- building the two forms --------------------------------------------------------------------
 
 _LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
            "_cholesky", "_damped_solve", "_min_norm", "_converged", "_descend", "_family_error", "_toward",
-           "_return_to_family", "_settle", "_solve_rows", "_unpack", "_packed_rows")
+           "_return_to_family", "_settle", "_solve_rows", "_unpack", "_packed_rows", "_frame")
 _lock = threading.Lock()
 _numpy_form: types.FunctionType | None = None
 _numba_form = None
+_frame_form = None  # the numba build of `_frame`
 _numba_reason: str | None = "the compiled kernel is still compiling (the NumPy form serves meanwhile)"
 _state = "untried"  # -> "compiling" -> "ready" | "failed"
 _numba_leaves: dict | None = None
@@ -952,8 +1056,13 @@ def _build_numba() -> None:
         run(ints, floats, np.zeros((1, 1)), np.zeros(1, dtype=np.int64), targets, np.zeros(1),
             np.array([1e-5, 1e-5, 2.0, STALL_WINDOW, 0.0]), np.zeros(2), np.empty((1, 1)), np.empty((1, 1, 2)),
             np.empty((1, 4)))
-        global _numba_leaves
+        frame = namespace["_frame"]
+        buffer, _, _ = frame_floats(_ExampleChain(ints, floats), 1e-5, 1e-5, 2, np.ones((1, 2)), np.full(1, -1.0), np.ones(1),
+                                    np.zeros(1))
+        frame(ints, buffer, np.zeros(1), np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), np.empty(1))
+        global _numba_leaves, _frame_form
         _numba_leaves = namespace  # the jitted leaves (the posture slide evaluates with `_evaluate`)
+        _frame_form = frame
         _numba_form, _numba_reason, _state = run, None, "ready"
     except Exception as exc:  # noqa: BLE001 - ImportError, or a broken numba: the NumPy form serves
         _numba_form, _state = None, "failed"
@@ -978,6 +1087,20 @@ def _compiled(wait: bool = False):
     if wait and _thread is not None:
         _thread.join()
     return _numba_form if _state == "ready" else None
+
+
+class _ExampleChain:
+    """What `frame_floats` reads of a KernelChain, for the one-joint example chain."""
+
+    def __init__(self, ints, floats):
+        self.ints, self.floats, self.free = ints, floats, np.zeros(1, dtype=np.int64)
+
+
+def frame_form():
+    """The compiled `_frame` when it is ready (and not forced off by `plain_numpy`), else None."""
+    if _state == "ready":
+        return None if _force_plain else _frame_form
+    return None if _force_plain else (_frame_form if _compiled() is not None else None)
 
 
 def compiled_form():

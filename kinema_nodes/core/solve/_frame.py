@@ -1,0 +1,173 @@
+"""The every-frame solve as one compiled call (`_kernel._frame`), for `PreparedSolve.solve` and
+`solve`'s warm NumPy path.
+
+Why: a warm tracking solve is two or three LM iterations, about ten microseconds of compiled
+arithmetic, and the Python around it (number checks, quaternion packing, `_finish`, the float64
+errors, the result) used to cost three times that. Here Python checks the types, makes one call
+and builds the `SolveResult`; the kernel does the rest. Anything that is not a converged warm
+descent within the limits (restarts, a budget, a reason, a refused number, a posture the slide
+cannot reach) answers `None`, and the caller takes the general path, which answers and words
+it exactly as before: the two paths give the same bits wherever this one answers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from . import _kernel
+from ._types import IKTarget, SolveResult
+
+_FLOAT = np.dtype(float)
+_DONE = _kernel.FRAME_DONE
+
+
+class FrameSolve:
+    """One link set, weights and options on the compiled kernel: the chain and every setting
+    packed once into the kernel's buffers. `solve` takes positions (T, 3) and wxyz (T, 4) (any
+    array-like) and the start (n,)."""
+
+    __slots__ = ("ints", "floats", "flag_at", "posture_at", "free", "redundant", "posture", "shape", "dof")
+
+    def __init__(self, problem, weights, options, redundant: bool):
+        from ._numpy_backend import kernel_chain
+
+        robot = problem.robot
+        chain = kernel_chain(problem)
+        self.ints = chain.ints
+        self.floats, self.flag_at, self.posture_at = _kernel.frame_floats(
+            chain, options.position_tolerance, options.rotation_tolerance, int(options.max_iterations), weights,
+            robot.lower, robot.upper, problem.continuous)
+        self.free = problem.free.tolist()
+        self.redundant = redundant
+        self.posture = None  # the posture now in the buffer (a tuple, or None)
+        self.dof = robot.dof
+        self.shape = (robot.dof,)
+        if redundant and options.posture is not None:
+            self._set_posture(options.posture)
+
+    def _set_posture(self, posture) -> bool:
+        """The posture (n,) into the buffer; False for one `solve` must check (wrong length, not finite)."""
+        try:
+            if len(posture) != self.dof or not math.isfinite(sum(posture)):
+                return False
+            values = [float(posture[j]) for j in self.free]
+        except (TypeError, ValueError):
+            return False
+        at = self.posture_at
+        self.floats[at:at + len(values)] = values
+        self.floats[self.flag_at] = 1.0
+        self.posture = posture if type(posture) is tuple else None
+        return True
+
+    def solve(self, positions, wxyz, start, posture, t0: float, note=None) -> SolveResult | None:
+        """The answer, or None where the general path must answer (see the module docstring).
+        `posture`: this frame's posture (n,) or None; `note`: the result's fallback_reason."""
+        run = _kernel.frame_form()
+        if run is None:
+            return None
+        try:
+            p = np.asarray(positions, dtype=_FLOAT).ravel()
+            r = np.asarray(wxyz, dtype=_FLOAT).ravel()
+            s = np.asarray(start, dtype=_FLOAT)
+        except (TypeError, ValueError):
+            return None
+        if s.shape != self.shape:
+            return None
+        if not s.flags.c_contiguous:
+            s = np.ascontiguousarray(s)
+        if self.redundant:
+            if posture is None:
+                if self.floats[self.flag_at]:
+                    self.floats[self.flag_at] = 0.0
+                    self.posture = None
+            elif posture is not self.posture and not self._set_posture(posture):
+                return None
+        q = np.empty(self.dof)
+        code, position_error, rotation_error, iterations = run(self.ints, self.floats, s, p, r, q)
+        if code != _DONE:
+            return None
+        return SolveResult(q, position_error, rotation_error, True, "converged", iterations,
+                           (time.perf_counter() - t0) * 1000.0, "numpy", note)
+
+
+#: FrameSolves kept per robot for `solve` (one per options object, link set and weights).
+KEPT = 64
+
+
+def solve_frame(robot, targets, start, options, t0: float) -> SolveResult | None:
+    """`solve`'s warm NumPy path on the compiled frame call, or None for the general path. The
+    FrameSolve for this request is built once (its link set, weights and options checked by the
+    same checks as `solve`'s; a request they refuse goes to the general path, which says why)
+    and found again by the options object, links and weights."""
+    if _kernel.frame_form() is None:
+        return None
+    if type(targets) is IKTarget:
+        one = targets
+    elif (type(targets) is list or type(targets) is tuple) and len(targets) == 1:
+        one = targets[0]
+        if type(one) is not IKTarget:
+            return None
+    else:
+        one = None
+    if one is not None:
+        key = (id(options), one.link, one.position_weight, one.rotation_weight)
+        positions, wxyz, items = one.position, one.wxyz, (one,)
+    else:
+        if (type(targets) is not list and type(targets) is not tuple) or not targets:
+            return None
+        if any(type(t) is not IKTarget for t in targets):
+            return None
+        key = (id(options), *((t.link, t.position_weight, t.rotation_weight) for t in targets))
+        positions, wxyz, items = [t.position for t in targets], [t.wxyz for t in targets], targets
+    cache = robot.cache("frame_solves")
+    entry = cache.get(key)
+    if entry is None:
+        entry = cache[key] = (options, _find(robot, items, options, key))  # options kept alive: its id stays its own
+    frame = entry[1]
+    if frame is None:
+        return None
+    return frame.solve(positions, wxyz, start, options.posture, t0)
+
+
+def _find(robot, items, options, key) -> FrameSolve | None:
+    """The FrameSolve for a new options object: the one built for equal options (callers that
+    `replace` their options per call), else a new one. Both caches stay within KEPT entries."""
+    cache = robot.cache("frame_solves")
+    if len(cache) >= KEPT:
+        cache.clear()
+    by_value = robot.cache("frame_solves_by_value")
+    try:
+        value_key = (options, key[1:])
+        frame = by_value.get(value_key, _MISSING)
+    except TypeError:  # an unhashable field (a plain set of held joints)
+        return _build(robot, items, options)
+    if frame is _MISSING:
+        if len(by_value) >= KEPT:
+            by_value.clear()
+        frame = by_value[value_key] = _build(robot, items, options)
+    return frame
+
+
+_MISSING = object()
+
+
+def _build(robot, items, options) -> FrameSolve | None:
+    from ..errors import KinemaError
+    from ._chain import problem_for
+    from ._posture import redundancy
+    from ._types import check_options, check_targets
+
+    try:
+        check_options(robot, options)
+        weights = np.array([(float(t.position_weight), float(t.rotation_weight)) for t in items])
+        probe = check_targets(robot, [IKTarget(t.link, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0), *w)
+                                      for t, w in zip(items, weights.tolist())])
+    except (KinemaError, TypeError, ValueError):
+        return None
+    problem = problem_for(robot, probe.links, frozenset(options.held_joints))
+    if not len(problem.free):
+        return None
+    return FrameSolve(problem, weights, options, redundancy(problem, weights) > 0)
