@@ -9,7 +9,8 @@ Siblings use only the names below. Stages that add their own term to the solve (
 the elbow swivel) build on `problem_for` / `TargetChain` (the cached fast FK and Jacobian of the
 target chains) and `check_targets` (the one target check), and run the solver's own LM kernel with
 `descend_batch` (one descent per seed, optionally with the swivel equation), or over many poses at once with `solve_poses` (reachability maps);
-`kernel_status` says whether that kernel is numba-compiled here; `run_benchmark` is the BENCHMARKS.md
+`kernel_status` says whether that kernel is numba-compiled here; `on_pyroki_built` hears when a PyRoki
+program the live path started compiling in the background is ready (`wait_for_pyroki` waits for them); `run_benchmark` is the BENCHMARKS.md
 protocol, shared by `kinema-nodes bench` and bench/bench_ik.py.
 """
 
@@ -21,6 +22,7 @@ from ._kernel import kernel_status, kernel_summary, wait_for_kernel_build
 from ._numpy_backend import descend_batch
 from ._poses import PoseSolutions, solve_poses
 from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_start, check_targets, converged
+from ._warming import add_listener as on_pyroki_built, remove_listener as stop_on_pyroki_built, wait_for_builds as wait_for_pyroki
 
 __all__ = [
     "DEFAULT_LRU_SIZE",
@@ -40,6 +42,9 @@ __all__ = [
     "descend_batch",
     "kernel_status",
     "kernel_summary",
+    "on_pyroki_built",
+    "stop_on_pyroki_built",
+    "wait_for_pyroki",
     "wait_for_kernel_build",
     "prepare",
     "problem_for",
