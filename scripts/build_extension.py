@@ -103,9 +103,12 @@ MARKER_PLATFORM = {
 }
 
 #: What we need directly. "core": the URDF reader and mesh loader (the add-on cannot import a
-#: robot without them). "solver": the PyRoki solver, optional at run time (NumPy fallback).
+#: robot without them) and SciPy (convex hulls: the robot's collision model, an obstacle's
+#: Convex Pieces and its fitted shapes); SciPy is a root of its own because jax is the only
+#: other thing that brings it, and jax has no Intel-macOS wheels (SciPy has, for both lines).
+#: "solver": the PyRoki solver, optional at run time (NumPy fallback).
 ROOTS = {
-    "core": ["yourdfpy", "lxml", "trimesh", "pycollada"],
+    "core": ["yourdfpy", "lxml", "trimesh", "pycollada", "scipy"],
     "solver": ["jax", "jaxlib", "ml-dtypes", "almond-pyroki", "almond-jaxls", "jaxlie", "flatbuffers"],
     # The compiled IK kernel (core/solve/_kernel.py); optional at run time (plain NumPy form).
     # Intel macOS gets numba 0.62.1, the last release with wheels there.
@@ -136,7 +139,7 @@ WHY: dict[str, str] = {
     "jaxlib": "jax's compiled runtime (the largest wheel by far)",
     "ml-dtypes": "jax, jaxlib",
     "opt-einsum": "jax",
-    "scipy": "jax, jaxlib; jaxls imports it at import time",
+    "scipy": "convex hulls for collisions (the collision model, Convex Pieces, fitted obstacle shapes); jax, jaxlib; jaxls imports it at import time",
     "flatbuffers": "jax.export, to keep compiled solvers on disk",
     "almond-pyroki": "PyRoki, the IK solver (the published fork that installs `pyroki`)",
     "almond-jaxls": "jaxls, PyRoki's least-squares solver",
