@@ -4,9 +4,11 @@ How solutions are found: the compiled LM kernel (`core.solve.descend_batch`) fro
 in one batch per round (the current pose first, then seeds drawn uniformly within the limits,
 a fixed random stream so the same request always gives the same answer), until a round adds
 no new branch. On an arm without a spare joint each new branch also seeds its shoulder, elbow
-and wrist flips, and every combination of them, in the next round; a flip that negates the
-elbow or the wrist's middle joint first settles with that joint held, so it starts beside
-the other branch instead of running into a limit.
+and wrist flips, and every combination of them, in the next round (the current pose's, when
+it reaches the target, in the first); a flip that negates the elbow or the wrist's middle
+joint first settles with that joint held, so it starts beside the other branch instead of
+running into a limit. Before the last comparison the branches are polished toward their exact
+solution (`POLISH_TOLERANCE`), so two answers of one branch beside a singularity meet.
 
 What "distinct" means (a different branch, not a nearby point):
 - Joints that can turn a full revolution or more (continuous joints, and revolute joints whose
@@ -44,7 +46,7 @@ DISTINCT_RAD = 0.05
 #: Random seeds per round (arms without a spare joint, and redundant arms), and most rounds;
 #: the search stops early after a round with no new branch.
 SEEDS_PER_ROUND = 16
-SEEDS_PER_ROUND_REDUNDANT = 64
+SEEDS_PER_ROUND_REDUNDANT = 48
 MAX_ROUNDS = 6
 MIN_ROUNDS = 2
 #: Most kernel iterations per descent (a seed that stops improving stops sooner).
@@ -87,23 +89,25 @@ def wraps(robot: RobotModel) -> np.ndarray:
     return ~robot.is_prismatic & (robot.is_continuous | (span >= 2 * np.pi - 1e-6))
 
 
-def branch_difference(robot: RobotModel, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a - b per joint, wrapped into (-pi, pi] for the joints in `wraps`. Broadcasts."""
+def branch_difference(robot: RobotModel, a: np.ndarray, b: np.ndarray, wrapping: np.ndarray | None = None) -> np.ndarray:
+    """a - b per joint, wrapped into (-pi, pi] for the joints in `wraps` (`wrapping`: that
+    mask, when the caller has it already). Broadcasts."""
     difference = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     wrapped = (difference + np.pi) % (2 * np.pi) - np.pi
-    return np.where(wraps(robot), wrapped, difference)
+    return np.where(wraps(robot) if wrapping is None else wrapping, wrapped, difference)
 
 
-def same_branch(robot: RobotModel, a: np.ndarray, b: np.ndarray, tolerance: float = DISTINCT_RAD) -> bool:
-    return bool(np.max(np.abs(branch_difference(robot, a, b))) <= tolerance)
+def same_branch(robot: RobotModel, a: np.ndarray, b: np.ndarray, tolerance: float = DISTINCT_RAD,
+                wrapping: np.ndarray | None = None) -> bool:
+    return bool(np.max(np.abs(branch_difference(robot, a, b, wrapping))) <= tolerance)
 
 
-def nearest_representative(robot: RobotModel, q: np.ndarray, reference: np.ndarray) -> np.ndarray:
+def nearest_representative(robot: RobotModel, q: np.ndarray, reference: np.ndarray, wrapping: np.ndarray | None = None) -> np.ndarray:
     """q (n,) or a batch (B, n) with each wrapping joint moved by whole turns to the value
     nearest `reference` that is still within its limits."""
     q = np.array(q, dtype=float)
     reference = np.asarray(reference, dtype=float)
-    columns = np.flatnonzero(wraps(robot))
+    columns = np.flatnonzero(wraps(robot) if wrapping is None else wrapping)
     if len(columns):
         turns = 2 * np.pi * np.arange(-2, 3)
         near = reference[columns] + ((q[..., columns] - reference[columns] + np.pi) % (2 * np.pi) - np.pi)
@@ -119,23 +123,28 @@ def _held(robot: RobotModel, options, hold_prismatic: bool) -> frozenset[str]:
     return frozenset(options.held_joints) | robot.held_joints(hold_slides=hold_prismatic)
 
 
-def _new_branches(robot: RobotModel, candidates: np.ndarray, found: np.ndarray) -> np.ndarray:
+def _new_branches(robot: RobotModel, candidates: np.ndarray, found: np.ndarray, wrapping: np.ndarray | None = None) -> np.ndarray:
     """The candidates (m, n) that are a branch neither of `found` (f, n) nor of an earlier
     candidate: one comparison over all pairs, then a greedy pass in order."""
-    return candidates[_new_branch_rows(robot, candidates, found)]
+    return candidates[_new_branch_rows(robot, candidates, found, wrapping=wrapping)]
 
 
-def _new_branch_rows(robot: RobotModel, candidates: np.ndarray, found: np.ndarray, tolerance: float = DISTINCT_RAD) -> list[int]:
+def _new_branch_rows(robot: RobotModel, candidates: np.ndarray, found: np.ndarray, tolerance: float = DISTINCT_RAD,
+                     wrapping: np.ndarray | None = None) -> list[int]:
     """`_new_branches`, as row indices of `candidates`, `tolerance` apart."""
     if not len(candidates):
         return []
-    apart = lambda a, b: np.max(np.abs(branch_difference(robot, a[:, None], b[None])), axis=-1) > tolerance  # noqa: E731
-    fresh = apart(candidates, found).all(axis=1) if len(found) else np.ones(len(candidates), dtype=bool)
-    among = apart(candidates, candidates)
+    wrapping = wraps(robot) if wrapping is None else wrapping
+    pool = np.concatenate([found, candidates]) if len(found) else candidates
+    near = np.max(np.abs(branch_difference(robot, candidates[:, None], pool[None], wrapping)), axis=-1) <= tolerance
     kept: list[int] = []
-    for i in np.flatnonzero(fresh):
-        if all(among[i, j] for j in kept):
-            kept.append(int(i))
+    taken = np.zeros(len(pool), dtype=bool)
+    taken[:len(found)] = True
+    offset = len(pool) - len(candidates)
+    for i in range(len(candidates)):
+        if not (near[i] & taken).any():
+            kept.append(i)
+            taken[offset + i] = True
     return kept
 
 
@@ -165,6 +174,7 @@ def find_configurations(
     arrays = check_targets(robot, targets)
     current = check_start(robot, current)
     held = _held(robot, options, hold_prismatic)
+    wrapping = wraps(robot)
     problem = problem_for(robot, arrays.links, held)
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     spare = next((link for link in arrays.links if has_spare_joint(robot, link, held)), None)
@@ -197,11 +207,16 @@ def find_configurations(
     flips = _flip_groups(robot, problem, held) if spare is None else []
     pending = _Seeds(robot.dof)
     pending.add(current, ())
+    current_reaches = bool(converged(problem.residual(current[None], arrays.rotations, arrays.positions, with_jacobian=False)[0],
+                                      arrays.weights, tol_p, tol_r)[0])
+    flipped_current = current_reaches and bool(flips)
+    if flipped_current:  # the current pose is a branch: its flips join the first round
+        pending.add_flips(_flipped(robot, current[None], flips), flips)
     for round_index in range(max_rounds):
         seeds, holds = pending.take()
         seeds = _settle_flips(robot, arrays, held, seeds, holds, tol_p, tol_r)
         # A settled flip already on a branch found (or on another settled flip) adds nothing.
-        seeds = seeds[_new_branch_rows(robot, seeds, found, SETTLED_KNOWN)]
+        seeds = seeds[_new_branch_rows(robot, seeds, found, SETTLED_KNOWN, wrapping)]
         seeds = np.concatenate([seeds, _random_seeds(problem, current, seeds_per_round, rng)])
         q, ok = descend(seeds, stall=REDUNDANT_STALL if spare is not None else None)
         q = q[ok]
@@ -212,7 +227,7 @@ def find_configurations(
             q, ok = descend(q)
             q = q[ok]
             misses = swivel_miss(q, swivel_at[1]) if len(q) else misses[:0]
-        q = nearest_representative(robot, q, current)
+        q = nearest_representative(robot, q, current, wrapping)
         added = 0
         for candidate, miss in zip(q[np.abs(misses) > SWIVEL_REACHED], misses[np.abs(misses) > SWIVEL_REACHED]):
             # One family, many end points (where the seed's descent stopped): keep one per
@@ -221,11 +236,12 @@ def find_configurations(
             added += key not in ends
             if key not in ends or abs(miss) < ends[key][0]:
                 ends[key] = (abs(miss), candidate)
-        fresh = _new_branches(robot, q[np.abs(misses) <= SWIVEL_REACHED], found)
+        fresh = _new_branches(robot, q[np.abs(misses) <= SWIVEL_REACHED], found, wrapping)
         found = np.concatenate([found, fresh])
-        for branch in fresh:
-            for seed, flip in zip(_flipped(robot, branch, flips), flips):
-                pending.add(seed, flip[2])
+        if flips:
+            # (the current pose's flips went into the first round)
+            flipping = fresh[_new_branch_rows(robot, fresh, current[None], wrapping=wrapping)] if flipped_current else fresh
+            pending.add_flips(_flipped(robot, flipping, flips), flips)
         added += len(fresh)
         if round_index + 1 >= MIN_ROUNDS and added == 0:
             break
@@ -238,20 +254,18 @@ def find_configurations(
                                           swivel=np.full(len(last), swivel_at[1]), stall_window=0)
         swung, ok = descend(swung)
         reaches = ok & (np.abs(swivel_miss(swung, swivel_at[1])) <= SWIVEL_REACHED)
-        last[reaches] = nearest_representative(robot, swung[reaches], current)
-        found = np.concatenate([found, _new_branches(robot, last[reaches], found)])
-        found = np.concatenate([found, _new_branches(robot, last[~reaches], found)])
+        last[reaches] = nearest_representative(robot, swung[reaches], current, wrapping)
+        found = np.concatenate([found, _new_branches(robot, last[reaches], found, wrapping)])
+        found = np.concatenate([found, _new_branches(robot, last[~reaches], found, wrapping)])
     if not len(found):
         return []
     if spare is None:
-        found = _polished(robot, problem, arrays, found, current, tol_p, tol_r)
+        found = _polished(robot, problem, arrays, found, current, tol_p, tol_r, wrapping)
     errors, _, _ = problem.residual(found, arrays.rotations, arrays.positions, with_jacobian=False)
-    current_reaches = bool(converged(problem.residual(current[None], arrays.rotations, arrays.positions, with_jacobian=False)[0],
-                                      arrays.weights, tol_p, tol_r)[0])
     result = []
     for q, err in zip(found, errors):
         distance = float(np.linalg.norm(q - current))
-        is_current = current_reaches and same_branch(robot, q, current)
+        is_current = current_reaches and same_branch(robot, q, current, wrapping=wrapping)
         if is_current:
             q, distance = current.copy(), 0.0
         result.append(Configuration(q, float(np.max(err[:, 0])), float(np.max(err[:, 1])), distance, is_current))
@@ -259,7 +273,7 @@ def find_configurations(
     return result
 
 
-def _polished(robot: RobotModel, problem, arrays, found: np.ndarray, current: np.ndarray, tol_p, tol_r) -> np.ndarray:
+def _polished(robot: RobotModel, problem, arrays, found: np.ndarray, current: np.ndarray, tol_p, tol_r, wrapping) -> np.ndarray:
     """The branches found, each descended toward its exact solution (`POLISH_TOLERANCE`) and
     compared again: answers of one branch that the tool's tolerance left apart (beside a
     singularity) meet there, and are kept once. A row that the polish did not leave within
@@ -269,8 +283,8 @@ def _polished(robot: RobotModel, problem, arrays, found: np.ndarray, current: np
     polished, errors, _, _, _ = descend_batch(problem, found, arrays, POLISH_TOLERANCE, POLISH_TOLERANCE, POLISH_ITERATIONS,
                                               stall_window=0)
     ok = converged(errors, arrays.weights, tol_p, tol_r)
-    found = np.where(ok[:, None], nearest_representative(robot, polished, current), found)
-    return found[_new_branch_rows(robot, found, found[:0])]
+    found = np.where(ok[:, None], nearest_representative(robot, polished, current, wrapping), found)
+    return found[_new_branch_rows(robot, found, found[:0], wrapping=wrapping)]
 
 
 def wrap_angle(angle):
@@ -297,17 +311,20 @@ def _flip_groups(robot: RobotModel, problem, held) -> list[tuple[tuple[int, ...]
     return combined
 
 
-def _flipped(robot: RobotModel, q: np.ndarray, flips) -> list[np.ndarray]:
-    seeds = []
-    for turned, negated, _ in flips:
-        seed = q.copy()
-        for i in turned:  # half a turn toward the middle of the joint's range (continuous: either way)
-            middle = 0.5 * (robot.lower[i] + robot.upper[i]) if np.isfinite(robot.upper[i] - robot.lower[i]) else seed[i] + 1.0
-            seed[i] += np.pi if seed[i] < middle else -np.pi
-        for i in negated:
-            seed[i] = -seed[i]
-        seeds.append(np.clip(seed, robot.lower, robot.upper))
-    return seeds
+def _flipped(robot: RobotModel, branches: np.ndarray, flips) -> np.ndarray:
+    """Every flip of every branch (B, n): (B * F, n), branch-major, in the order of `flips`."""
+    turned = np.zeros((len(flips), robot.dof), dtype=bool)
+    negated = np.zeros((len(flips), robot.dof), dtype=bool)
+    for k, (turn, negate, _) in enumerate(flips):
+        turned[k, list(turn)] = True
+        negated[k, list(negate)] = True
+    seeds = np.repeat(np.asarray(branches, dtype=float)[:, None], len(flips), axis=1)  # (B, F, n)
+    # half a turn toward the middle of the joint's range (continuous: either way), then negate
+    bounded = np.isfinite(robot.upper - robot.lower)
+    middle = np.where(bounded, 0.5 * (np.where(bounded, robot.lower, 0.0) + np.where(bounded, robot.upper, 0.0)), seeds + 1.0)
+    seeds = seeds + turned * np.where(seeds < middle, np.pi, -np.pi)
+    seeds = np.where(negated, -seeds, seeds)
+    return np.clip(seeds, robot.lower, robot.upper).reshape(-1, robot.dof)
 
 
 class _Seeds:
@@ -321,6 +338,11 @@ class _Seeds:
     def add(self, seed, hold) -> None:
         self.rows.append(seed)
         self.holds.append(hold)
+
+    def add_flips(self, seeds: np.ndarray, flips) -> None:
+        """`_flipped`'s rows, each holding what its flip holds."""
+        self.rows.extend(seeds)
+        self.holds.extend(flip[2] for _ in range(len(seeds) // max(len(flips), 1)) for flip in flips)
 
     def take(self):
         taken = (np.array(self.rows).reshape(-1, self.dof), self.holds)
