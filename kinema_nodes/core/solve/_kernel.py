@@ -200,20 +200,21 @@ def _forward(data, q, R, P, W, C):
     for i in range(parent.shape[0]):
         v = q[source[i]] * mult[i] + offset[i]
         p = parent[i]
-        ra = np.empty((3, 3))
+        # R[i] first holds the joint's frame before its motion (parent frame times origin), then
+        # is turned by the motion in place, row by row: no scratch array (parents come first)
         if p < 0:
             for a in range(3):
                 C[i, a] = pos0[i, a]
                 for b in range(3):
-                    ra[a, b] = rot0[i, a, b]
+                    R[i, a, b] = rot0[i, a, b]
         else:
             for a in range(3):
                 C[i, a] = R[p, a, 0] * pos0[i, 0] + R[p, a, 1] * pos0[i, 1] + R[p, a, 2] * pos0[i, 2] + P[p, a]
                 for b in range(3):
-                    ra[a, b] = R[p, a, 0] * rot0[i, 0, b] + R[p, a, 1] * rot0[i, 1, b] + R[p, a, 2] * rot0[i, 2, b]
+                    R[i, a, b] = R[p, a, 0] * rot0[i, 0, b] + R[p, a, 1] * rot0[i, 1, b] + R[p, a, 2] * rot0[i, 2, b]
         x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
         for a in range(3):
-            W[i, a] = ra[a, 0] * x + ra[a, 1] * y + ra[a, 2] * z
+            W[i, a] = R[i, a, 0] * x + R[i, a, 1] * y + R[i, a, 2] * z
         if kind[i] == REVOLUTE:
             s = math.sin(v)
             c = 1.0 - math.cos(v)
@@ -222,15 +223,13 @@ def _forward(data, q, R, P, W, C):
             m10, m11, m12 = s * z + c * x * y, 1.0 - c * (x * x + z * z), -s * x + c * y * z
             m20, m21, m22 = -s * y + c * x * z, s * x + c * y * z, 1.0 - c * (x * x + y * y)
             for a in range(3):
-                r0, r1, r2 = ra[a, 0], ra[a, 1], ra[a, 2]
+                r0, r1, r2 = R[i, a, 0], R[i, a, 1], R[i, a, 2]
                 R[i, a, 0] = r0 * m00 + r1 * m10 + r2 * m20
                 R[i, a, 1] = r0 * m01 + r1 * m11 + r2 * m21
                 R[i, a, 2] = r0 * m02 + r1 * m12 + r2 * m22
                 P[i, a] = C[i, a]
         else:
             for a in range(3):
-                for b in range(3):
-                    R[i, a, b] = ra[a, b]
                 P[i, a] = C[i, a] + W[i, a] * v
 
 
@@ -241,9 +240,9 @@ def _tip(R, P, node, rot, pos, out_R, out_p):
             out_R[a, b] = R[node, a, 0] * rot[0, b] + R[node, a, 1] * rot[1, b] + R[node, a, 2] * rot[2, b]
 
 
-def _rotation_error(target, current, out, row):
-    """World rotation vector taking `current` to `target` (both 3x3) into out[row:row+3]."""
-    rel = np.empty((3, 3))
+def _rotation_error(target, current, out, row, rel):
+    """World rotation vector taking `current` to `target` (both 3x3) into out[row:row+3]; `rel`
+    (3, 3) is scratch."""
     for a in range(3):
         for b in range(3):
             rel[a, b] = target[a, 0] * current[b, 0] + target[a, 1] * current[b, 1] + target[a, 2] * current[b, 2]
@@ -311,31 +310,39 @@ def _add_column(J, base, c, linear, angular, revolute, W, C, tp, i):
             J[base + a, c] += linear * W[i, a]
 
 
-def _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J):
+def workspace_size(m: int) -> int:
+    """Floats of `_evaluate`'s scratch for a chain of m nodes: the node frames, world axes and
+    joint centres, a tip frame and a relative rotation (allocated once per descent, not per call)."""
+    return 18 * m + 21
+
+
+def _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J, ws):
     """Errors (T,2), weighted residual r (rows) and Jacobian J (rows, k) at q; the swivel row
-    last when the chain has swivel points. Returns (cost, swivel residual)."""
+    last when the chain has swivel points; ws (`workspace_size`) is scratch. Returns (cost,
+    swivel residual)."""
     tip_node, tip_rot, tip_pos, affects = data[9], data[10], data[11], data[12]
     point_node, point_rot, point_pos, point_affects = data[13], data[14], data[15], data[16]
     kind, mult, column = data[1], data[6], data[8]
     m = data[0].shape[0]
     k = J.shape[1]
-    R = np.empty((m, 3, 3))
-    P = np.empty((m, 3))
-    W = np.empty((m, 3))
-    C = np.empty((m, 3))
+    R = ws[:9 * m].reshape((m, 3, 3))
+    P = ws[9 * m:12 * m].reshape((m, 3))
+    W = ws[12 * m:15 * m].reshape((m, 3))
+    C = ws[15 * m:18 * m].reshape((m, 3))
+    tR = ws[18 * m:18 * m + 9].reshape((3, 3))
+    tp = ws[18 * m + 9:18 * m + 12]
+    rel = ws[18 * m + 12:18 * m + 21].reshape((3, 3))
     _forward(data, q, R, P, W, C)
     for row in range(J.shape[0]):
         for c in range(k):
             J[row, c] = 0.0
-    tR = np.empty((3, 3))
-    tp = np.empty(3)
     cost = 0.0
     for t in range(tip_node.shape[0]):
         _tip(R, P, tip_node[t], tip_rot[t], tip_pos[t], tR, tp)
         base = 6 * t
         for a in range(3):
             r[base + a] = tpos[t, a] - tp[a]
-        _rotation_error(trot[t], tR, r, base + 3)
+        _rotation_error(trot[t], tR, r, base + 3, rel)
         ep = math.sqrt(r[base] ** 2 + r[base + 1] ** 2 + r[base + 2] ** 2)
         er = math.sqrt(r[base + 3] ** 2 + r[base + 4] ** 2 + r[base + 5] ** 2)
         errors[t, 0], errors[t, 1] = ep, er
@@ -409,13 +416,14 @@ def _cholesky(A, shift, keep, L):
                 L[a, b] = s / L[b, b]
 
 
-def _damped_solve(A, g, damping, keep, step):
+def _damped_solve(A, g, damping, keep, step, L, y):
     """step = (A + damping I)^-1 g over the kept joints (the others get 0), by Cholesky: the
-    damped normal matrix is symmetric positive definite."""
+    damped normal matrix is symmetric positive definite. L (k, k) and y (k,) are scratch."""
     k = g.shape[0]
-    L = np.zeros((k, k))
+    for a in range(k):
+        for b in range(k):
+            L[a, b] = 0.0
     _cholesky(A, damping, keep, L)
-    y = np.empty(k)
     for a in range(k):
         s = g[a] if keep[a] else 0.0
         for c in range(a):
@@ -480,7 +488,7 @@ def _min_norm(J, v, keep, toward, task, pull):
 
 # ---- leaves, vectorised form (the same numbers in plain NumPy, when numba is missing) ---------
 
-def _evaluate_np(data, q, tpos, trot, twt, wanted, errors, r, J):
+def _evaluate_np(data, q, tpos, trot, twt, wanted, errors, r, J, ws):
     """`_evaluate` over the vectorised chain FK of `_chain.ChainProblem` (data[20]) and, for the
     swivel, the point chains (data[21]): the same formulas, batched by NumPy instead of looped."""
     problem, point_chains = data[20], data[21]
@@ -525,7 +533,7 @@ def _normal_np(J, r, A, g):
     g[:] = J.T @ r
 
 
-def _damped_solve_np(A, g, damping, keep, step):
+def _damped_solve_np(A, g, damping, keep, step, L, y):
     if keep.all():
         step[:] = np.linalg.solve(A + damping * np.eye(len(g)), g)
         return
@@ -553,23 +561,39 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
     k = free.shape[0]
     has_swivel = data[13].shape[0] == 3
     rows = 6 * data[9].shape[0] + (1 if has_swivel else 0)
-    x = np.empty(k)
+    t = errors.shape[0]
+    n = q.shape[0]
+    # every float array of the descent is a view of one allocation (an allocation costs about
+    # as much as a joint's FK here)
+    scratch = np.empty(4 * k + 2 * rows + 2 * rows * k + 2 * t + n + 2 * k * k + 2 * k + workspace_size(data[0].shape[0]))
+    x = scratch[:k]
+    at = k
+    r = scratch[at:at + rows]
+    r_trial = scratch[at + rows:at + 2 * rows]
+    at += 2 * rows
+    J = scratch[at:at + rows * k].reshape((rows, k))
+    J_trial = scratch[at + rows * k:at + 2 * rows * k].reshape((rows, k))
+    at += 2 * rows * k
+    errors_trial = scratch[at:at + 2 * t].reshape((t, 2))
+    q_trial = scratch[at + 2 * t:at + 2 * t + n]
+    at += 2 * t + n
+    x_trial = scratch[at:at + k]
+    g = scratch[at + k:at + 2 * k]
+    step = scratch[at + 2 * k:at + 3 * k]
+    at += 3 * k
+    A = scratch[at:at + k * k].reshape((k, k))
+    L = scratch[at + k * k:at + 2 * k * k].reshape((k, k))
+    at += 2 * k * k
+    y = scratch[at:at + k]
+    ws = scratch[at + k:]
     for c in range(k):
         x[c] = min(max(q[free[c]], lower[c]), upper[c])
         q[free[c]] = x[c]
-    r = np.empty(rows)
-    J = np.empty((rows, k))
-    cost, swivel = _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J)
+    cost, swivel = _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J, ws)
     if k == 0:
         return 0, _converged(errors, twt, tol_p, tol_r, swivel, has_swivel), swivel
-    r_trial = np.empty(rows)
-    J_trial = np.empty((rows, k))
-    errors_trial = np.empty_like(errors)
-    q_trial = q.copy()
-    x_trial = np.empty(k)
-    A = np.empty((k, k))
-    g = np.empty(k)
-    step = np.empty(k)
+    for c in range(n):
+        q_trial[c] = q[c]
     keep = np.empty(k, dtype=np.bool_)
     damping = START_DAMPING
     checkpoint = cost
@@ -579,7 +603,7 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
         _normal(J, r, A, g)
         for c in range(k):
             keep[c] = True
-        _damped_solve(A, g, damping, keep, step)
+        _damped_solve(A, g, damping, keep, step, L, y)
         # Joints pinned at a bound that the step pushes outward leave the step (an active set).
         blocked = False
         for c in range(k):
@@ -587,7 +611,7 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
                 keep[c] = False
                 blocked = True
         if blocked:
-            _damped_solve(A, g, damping, keep, step)
+            _damped_solve(A, g, damping, keep, step, L, y)
         biggest = 0.0
         for c in range(k):
             biggest = max(biggest, abs(step[c]))
@@ -595,7 +619,7 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
         for c in range(k):
             x_trial[c] = min(max(x[c] + step[c] * shrink, lower[c]), upper[c])
             q_trial[free[c]] = x_trial[c]
-        cost_trial, swivel_trial = _evaluate(data, q_trial, tpos, trot, twt, wanted, errors_trial, r_trial, J_trial)
+        cost_trial, swivel_trial = _evaluate(data, q_trial, tpos, trot, twt, wanted, errors_trial, r_trial, J_trial, ws)
         if cost_trial < cost:
             cost, swivel = cost_trial, swivel_trial
             for c in range(k):
@@ -639,12 +663,12 @@ def _toward(anchor, continuous, x, out):
     return 0.5 * total
 
 
-def _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, keep, zeros, task, pull):
+def _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, keep, zeros, task, pull, ws):
     """Newton steps of least change from q (in place, x = its free part) back onto the family
     (the weighted targets met exactly); errors, r and J are left at the end point."""
     free, lower, upper = data[17], data[18], data[19]
     for step in range(RETURN_STEPS + 1):
-        _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J)
+        _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J, ws)
         if _family_error(errors, twt) < PROJECTED or step == RETURN_STEPS:
             break
         _min_norm(J, r, keep, zeros, task, pull)
@@ -670,7 +694,8 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
     original_errors = errors.copy()
     r = np.empty(rows)
     J = np.empty((rows, k))
-    _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J)
+    ws = np.empty(workspace_size(data[0].shape[0]))
+    _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J, ws)
     if _family_error(errors, twt) > DRIFT_LIMIT:
         errors[:, :] = original_errors
         return 0, False
@@ -721,7 +746,7 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
         if iterations == 1:
             # Meet the targets exactly first, so that the distance test below compares pulls,
             # not the solver's tolerance.
-            _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, everything, zeros, task, after)
+            _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, everything, zeros, task, after, ws)
             far = _toward(anchor, continuous, x, after)
             continue
         accepted = False
@@ -744,7 +769,7 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
             # joints sitting out on a limit stay on it while the step returns to the family
             # (moved off by round-off, the pull would push them back every step, a crawl)
             _return_to_family(data, q_trial, x_trial, tpos, trot, twt, errors_trial, r_trial, J_trial, keep, zeros, after,
-                              toward)
+                              toward, ws)
             near = _toward(anchor, continuous, x_trial, after)
             # back on the family within the solve's tolerance (a long step whose Newton return
             # has not got there yet is shortened, so the slide never ends off target)
@@ -914,22 +939,24 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
     use_posture = floats[at + 4] > 0.5
     n = int(floats[at + 5])
     at += FRAME_SETTINGS
-    twt = np.empty((t, 2))
+    scratch = np.empty(2 * t + 2 * k + 3 * t + 9 * t + 2 * t)
+    twt = scratch[:2 * t].reshape((t, 2))
     for i in range(t):
         twt[i, 0], twt[i, 1] = floats[at + 2 * i], floats[at + 2 * i + 1]
     at += 2 * t
     lower_at, upper_at = at, at + n
     at += 2 * n
-    posture = np.empty(2 * k)
+    posture = scratch[2 * t:2 * t + 2 * k]
     for c in range(2 * k):
         posture[c] = floats[at + c]
+    tpos = scratch[2 * t + 2 * k:5 * t + 2 * k].reshape((t, 3))
+    trot = scratch[5 * t + 2 * k:14 * t + 2 * k].reshape((t, 3, 3))
+    errors = scratch[14 * t + 2 * k:16 * t + 2 * k].reshape((t, 2))
     if start.shape[0] != n or positions.shape[0] != 3 * t or wxyz.shape[0] != 4 * t or q_out.shape[0] != n:
         return FRAME_REFUSED, 0.0, 0.0, 0
     for c in range(n):
         if not math.isfinite(start[c]):
             return FRAME_REFUSED, 0.0, 0.0, 0
-    tpos = np.empty((t, 3))
-    trot = np.empty((t, 3, 3))
     for i in range(t):
         px, py, pz = positions[3 * i], positions[3 * i + 1], positions[3 * i + 2]
         w, x, y, z = wxyz[4 * i], wxyz[4 * i + 1], wxyz[4 * i + 2], wxyz[4 * i + 3]
@@ -945,7 +972,6 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
         trot[i, 2, 0], trot[i, 2, 1], trot[i, 2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
     for c in range(n):
         q_out[c] = start[c]
-    errors = np.empty((t, 2))
     iterations, ok, _ = _descend(data, q_out, tpos, trot, twt, 0.0, tol_p, tol_r, max_iterations, stall_window, errors)
     if not ok:
         return FRAME_GENERAL, 0.0, 0.0, iterations
@@ -988,7 +1014,7 @@ def frame_floats(chain: KernelChain, tol_p: float, tol_r: float, max_iterations:
 
 # ---- building the two forms --------------------------------------------------------------------
 
-_LEAVES = ("_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
+_LEAVES = ("workspace_size", "_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
            "_cholesky", "_damped_solve", "_min_norm", "_converged", "_descend", "_family_error", "_toward",
            "_return_to_family", "_settle", "_solve_rows", "_unpack", "_packed_rows", "_frame")
 _lock = threading.Lock()
