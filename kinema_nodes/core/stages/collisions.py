@@ -166,9 +166,9 @@ def _world_arrays(world: World) -> dict:
             raise KinemaError(f"unknown obstacle {type(obstacle).__name__}; use Box, Sphere, Capsule or MeshObstacle")
     # point sets (+ a radius) whose hull is each primitive, for `_collision_kernel.hull_refine`
     set_points, set_start, set_radius, caps_set, box_set = [], [0], [], [], []
+    mesh_names = {n for o, n in zip(world.obstacles, world.names) if isinstance(o, MeshObstacle)}
     for a, b, r, name in zip(caps_a, caps_b, caps_r, caps_name):
-        mesh_piece = any(isinstance(o, MeshObstacle) and n == name for o, n in zip(world.obstacles, world.names))
-        if mesh_piece:
+        if name in mesh_names:
             caps_set.append(-1)  # a mesh's capsules: kept as they are
             continue
         caps_set.append(len(set_radius))
