@@ -67,14 +67,14 @@ class KINEMA_OT_apply_preset(bpy.types.Operator):
             if not self.preset:
                 raise PresetError("no preset chosen")
             tree = apply_preset(context, rig, self.preset)
-            seconds = evaluator.warm_up_tree(tree)
+            evaluator.warm_up_tree(tree, wait=False)  # PyRoki compiles in the background; the NumPy kernel answers meanwhile
         except PresetError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         finally:
             if window is not None:
                 window.cursor_modal_restore()
-        self.report({"INFO"}, f"applied preset '{load_preset(self.preset).name}' (solver ready in {seconds:.1f} s)")
+        self.report({"INFO"}, f"applied preset '{load_preset(self.preset).name}'")
         return {"FINISHED"}
 
 

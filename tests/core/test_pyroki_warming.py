@@ -14,6 +14,8 @@ milliseconds either way). Answers are checked with yourdfpy's FK.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -100,3 +102,46 @@ def test_live_answers_on_the_kernel_while_pyroki_compiles_then_on_pyroki_without
         assert [k for k, _ in finished] == [key]  # still the one build
     finally:
         _warming.remove_listener(listener)
+
+
+FAILING_BUILD = r"""
+import sys
+sys.modules["pyroki"] = None  # JAX present, PyRoki not importable: the background build fails
+import numpy as np
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.rotations import matrix_to_quaternion
+from kinema_nodes.core.solve import IKTarget, SolveOptions, prepare, solve, wait_for_pyroki
+robot = load_robot("ur5_gripper", check_meshes=False)
+q = np.clip(np.array([0.3, -1.2, 1.4, -1.6, -1.3, 0.4]), robot.lower, robot.upper)
+pose = link_pose(robot, q, "tool0")
+p, w = pose[None, :3, 3], matrix_to_quaternion(pose)[None]
+live = prepare(robot, ["tool0"], SolveOptions(backend="pyroki"), live=True)
+rows = [live.solve(p, w, q)]
+assert wait_for_pyroki(300)
+rows.append(live.solve(p, w, q))
+rows.append(prepare(robot, ["tool0"], SolveOptions(backend="pyroki"), live=True).solve(p, w, q))
+rows.append(solve(robot, IKTarget("tool0", tuple(p[0]), tuple(w[0])), q, SolveOptions(backend="pyroki")))
+for r in rows:
+    print(r.backend, r.converged, "|", r.fallback_reason)
+"""
+
+
+def test_a_failed_background_build_is_said_once_and_numpy_keeps_answering(tmp_path):
+    """PyRoki made unimportable in a fresh process (a fresh cache folder: no export file to load
+    instead): the build fails in the worker thread, is said once on stderr, and every later ask,
+    live or a bake's waiting solve, gets the same reason at once while NumPy answers."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, KINEMA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", FAILING_BUILD], capture_output=True, text=True, env=env, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split(" | ") for line in done.stdout.splitlines()]
+    assert len(rows) == 4, done.stdout
+    assert all(head == "numpy True" for head, _ in rows), rows
+    assert "PyRoki" in rows[0][1]  # compiling, or (if the thread was quick) the failure
+    for _, reason in rows[1:]:
+        assert reason.startswith("PyRoki could not be imported (") and "pyroki" in reason, reason
+    assert done.stderr.count("PyRoki could not be imported") == 1, done.stderr[-3000:]

@@ -35,6 +35,13 @@ _queue: list["_Build"] = []
 _worker: threading.Thread | None = None
 _listeners: list[Callable[[tuple, bool], None]] = []
 _timings: dict[str, float] = {}
+_timings_loaded = False
+_exiting = False
+#: The interpreter's GIL switch interval while a build runs in the worker. Tracing PyRoki is
+#: Python that holds the GIL; each time Blender's main thread gives the GIL up (an import, a
+#: file read, a C call) it would wait the default 5 ms to get it back, and a Target Bone switch
+#: gives it up dozens of times. 0.5 ms keeps a frame at its usual cost; restored after.
+BUILD_SWITCH_INTERVAL_S = 0.0005
 
 
 class _Build:
@@ -64,8 +71,10 @@ def _timings_file():
 
 
 def _load_timings() -> None:
-    if _timings:
+    global _timings_loaded
+    if _timings_loaded:
         return
+    _timings_loaded = True
     try:
         _timings.update({k: float(v) for k, v in json.loads(_timings_file().read_text()).items()})
     except (OSError, ValueError, TypeError, AttributeError):
@@ -192,14 +201,21 @@ def solver_for(robot, links: tuple[str, ...]):
 
 def _work() -> None:
     global _worker
-    while True:
-        with _guard:
-            if not _queue:
-                _worker = None
-                return
-            build = _queue.pop(0)
-            build.state = "running"
-        _run(build)
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, BUILD_SWITCH_INTERVAL_S))
+    try:
+        while True:
+            with _guard:
+                if not _queue:
+                    _worker = None
+                    return
+                build = _queue.pop(0)
+                build.state = "running"
+            _run(build)
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def _run(build: _Build) -> None:
@@ -222,8 +238,9 @@ def _run(build: _Build) -> None:
         with _guard:
             build.error = exc
             build.state = "failed"
-        note(f"{failure_reason(exc)} for '{build.robot.name}' -> {', '.join(build.links)}; "
-             "the NumPy solver answers instead")
+        if not _exiting:  # a build cut short by the process exiting is no news
+            note(f"{failure_reason(exc)} for '{build.robot.name}' -> {', '.join(build.links)}; "
+                 "the NumPy solver answers instead")
     except BaseException:  # Ctrl-C in a caller that was building: not a failure to remember
         with _guard:
             _builds.pop(build.key, None)
@@ -241,6 +258,8 @@ def _run(build: _Build) -> None:
 
 def _drop_queue() -> None:
     """At exit: builds not started yet are dropped, so the process waits for one build at most."""
+    global _exiting
+    _exiting = True
     with _guard:
         for build in _queue:
             _builds.pop(build.key, None)
