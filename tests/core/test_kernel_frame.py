@@ -122,3 +122,29 @@ def test_what_the_one_call_does_not_answer_goes_to_the_general_path(robots):
     with pytest.raises(KinemaError, match="start configuration has shape"):
         prepared.solve(positions, wxyz, q[:-1])
     assert _kernel.FRAME_MAX_DISTANCE_SQUARED == MAX_TARGET_DISTANCE_M ** 2
+
+
+@pytest.mark.parametrize("name, link", [("robosuite_iiwa", "right_hand"), ("ur3", "tool0"), ("kinova", "j2s6s200_end_effector")])
+def test_a_cold_solve_in_one_call_answers_as_the_general_path_to_the_bit(robots, name, link):
+    """Cold from mid-limits: the one call runs the general path's first batch of seeds (the start
+    first, then the fixed random seeds, up to the first that converges) and gives its answer, bit
+    for bit; a target that batch cannot reach goes to the general path's further batches."""
+    robot = robots(name)
+    options = SolveOptions(backend="numpy", cold=True)
+    prepared = prepare(robot, [link], options)
+    rng = np.random.default_rng(23)
+    start = robot.mid_configuration()
+    answered = 0
+    for q in robot.random_configurations(40, rng):
+        goals = goals_at(robot, q, (link,))
+        one_call = _frame.solve_frame(robot, goals, start, options, time.perf_counter())
+        general = _api._solve(robot, goals, start, options, time.perf_counter())
+        through = [solve(robot, goals, start, options),
+                   prepared.solve(np.array([goals[0].position]), np.array([goals[0].wxyz]), start)]
+        for result in through + ([one_call] if one_call is not None else []):
+            np.testing.assert_array_equal(result.joints, general.joints)
+            assert (result.iterations, result.position_error, result.converged) == (general.iterations,
+                                                                                    general.position_error, general.converged)
+            assert result.converged and np.all(result.joints >= robot.lower) and np.all(result.joints <= robot.upper)
+        answered += one_call is not None
+    assert answered >= 36, answered

@@ -133,8 +133,8 @@ def solve(
         from ..stages.collisions import solve_avoiding
 
         return solve_avoiding(robot, targets, start, options, solve)
-    if options.backend == "numpy" and not options.cold:
-        result = solve_frame(robot, targets, start, options, t0)  # a warm solve in one compiled call
+    if options.backend == "numpy":
+        result = solve_frame(robot, targets, start, options, t0)  # one compiled call (core/solve/_frame.py)
         if result is not None:
             return result
     if options.backend == "numpy" and kernel_status()[0] == "numba":  # no BLAS call on this path
@@ -385,12 +385,12 @@ def _scan_chunk_results(robot, problem, current, frames: list[TargetArrays], fra
 
 class PreparedSolve:
     """The every-frame solve with the checks done once: the link set, options, held joints and
-    kernel chain are checked and built here; `solve` then checks only the numbers (in one
-    vectorised pass) and goes from arrays to the compiled kernel and back. The contract is the
-    one of `solve` (same `_finish`, same float64 errors, the posture slide in the same kernel
-    call); anything but a converged warm descent on the compiled kernel (a PyRoki backend, a
-    cold solve, numba not ready, a descent that needs restarts, suspicious numbers) takes the
-    general `solve` path, so the answers are the same either way."""
+    kernel chain are checked and built here; `solve` then makes one compiled call (the number
+    checks, the descent, the posture slide and `_finish` inside it: core/solve/_frame.py) and
+    builds the result. The contract is the one of `solve` (same `_finish`, same float64 errors);
+    anything but a converged descent on the compiled kernel (a PyRoki backend, numba not ready,
+    a warm descent that needs restarts or a cold one past its first batch of seeds, suspicious
+    numbers) takes the general `solve` path, so the answers are the same either way."""
 
     def __init__(self, robot, links: Sequence[str], options: SolveOptions | None = None, weights=None, live: bool = False):
         self.robot = robot
@@ -409,7 +409,7 @@ class PreparedSolve:
         if live and backend == "pyroki" and len(self.problem.free):
             if self._poll_pyroki():
                 backend = "numpy"
-        self.fast = backend == "numpy" and not options.cold and options.avoid is None and len(self.problem.free) > 0
+        self.fast = backend == "numpy" and options.avoid is None and len(self.problem.free) > 0
         if self.fast:
             from ._posture import redundancy
 

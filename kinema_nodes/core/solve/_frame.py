@@ -1,5 +1,5 @@
 """The every-frame solve as one compiled call (`_kernel._frame`), for `PreparedSolve.solve` and
-`solve`'s warm NumPy path.
+`solve` on the NumPy backend (warm, and cold as far as the first batch of seeds).
 
 Why: a warm tracking solve is two or three LM iterations, about ten microseconds of compiled
 arithmetic, and the Python around it (number checks, quaternion packing, `_finish`, the float64
@@ -29,17 +29,20 @@ class FrameSolve:
     packed once into the kernel's buffers. `solve` takes positions (T, 3) and wxyz (T, 4) (any
     array-like) and the start (n,)."""
 
-    __slots__ = ("ints", "floats", "flag_at", "posture_at", "free", "redundant", "posture", "shape", "dof")
+    __slots__ = ("ints", "floats", "flag_at", "posture_at", "free", "redundant", "posture", "shape", "dof", "usable")
 
     def __init__(self, problem, weights, options, redundant: bool):
-        from ._numpy_backend import kernel_chain
+        from ._numpy_backend import first_batch_fractions, kernel_chain
 
         robot = problem.robot
         chain = kernel_chain(problem)
         self.ints = chain.ints
+        fractions = first_batch_fractions(len(problem.free)) if options.cold else None
+        #: a cold solve on a rig too large for the fixed seed table draws fresh seeds: the general path
+        self.usable = not options.cold or fractions is not None
         self.floats, self.flag_at, self.posture_at = _kernel.frame_floats(
             chain, options.position_tolerance, options.rotation_tolerance, int(options.max_iterations), weights,
-            robot.lower, robot.upper, problem.continuous)
+            robot.lower, robot.upper, problem.continuous, fractions)
         self.free = problem.free.tolist()
         self.redundant = redundant
         self.posture = None  # the posture now in the buffer (a tuple, or None)
@@ -66,7 +69,7 @@ class FrameSolve:
         """The answer, or None where the general path must answer (see the module docstring).
         `posture`: this frame's posture (n,) or None; `note`: the result's fallback_reason."""
         run = _kernel.frame_form()
-        if run is None:
+        if run is None or not self.usable:
             return None
         try:
             p = np.asarray(positions, dtype=_FLOAT).ravel()
@@ -98,7 +101,7 @@ KEPT = 64
 
 
 def solve_frame(robot, targets, start, options, t0: float) -> SolveResult | None:
-    """`solve`'s warm NumPy path on the compiled frame call, or None for the general path. The
+    """`solve`'s NumPy path on the compiled frame call, or None for the general path. The
     FrameSolve for this request is built once (its link set, weights and options checked by the
     same checks as `solve`'s; a request they refuse goes to the general path, which says why)
     and found again by the options object, links and weights."""

@@ -916,15 +916,16 @@ FRAME_DONE, FRAME_GENERAL, FRAME_REFUSED = 0, 1, 2
 #: `_types.MAX_TARGET_DISTANCE_M` squared (kept here: the kernel imports nothing of the package).
 FRAME_MAX_DISTANCE_SQUARED = 1.0e4 ** 2
 #: Frame settings after the chain's floats (`frame_floats`): tol_p, tol_r, max_iterations,
-#: stall_window, posture on (1.0) or off, dof.
-FRAME_SETTINGS = 6
+#: stall_window, posture on (1.0) or off, dof, cold seeds (0 for a warm solve).
+FRAME_SETTINGS = 7
 
 
 def _frame(ints, floats, start, positions, wxyz, q_out):
-    """One warm solve in one call, for the every-frame paths (`PreparedSolve.solve`, `solve`):
-    the number checks and quaternion-to-matrix packing of `_types._pack`, the descent from the
-    start, the posture slide, and `_api._finish`'s contract (multi-turn joints unwrapped toward
-    the start, the limits) into q_out (n,). `floats` is the chain's buffer followed by the frame's
+    """One solve in one call, for `PreparedSolve.solve` and `solve` on the NumPy backend: the
+    number checks and quaternion-to-matrix packing of `_types._pack`, the descent from the start
+    (cold: from the first batch of seeds, the start first, up to the first that converges, as
+    `_numpy_backend.solve_numpy`'s first batch), the posture slide, and `_api._finish`'s contract
+    (multi-turn joints unwrapped toward the start, the limits) into q_out (n,). `floats` is the chain's buffer followed by the frame's
     settings, weights, the robot's limits and the posture (`frame_floats`); positions (3T,) and
     wxyz (4T,) flat. Returns (code, position error, rotation error, iterations): the largest
     float64 errors at q_out, measured by the descent (the unwrap moves joints by whole turns only).
@@ -938,6 +939,7 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
     max_iterations, stall_window = int(floats[at + 2]), int(floats[at + 3])
     use_posture = floats[at + 4] > 0.5
     n = int(floats[at + 5])
+    seeds = int(floats[at + 6])
     at += FRAME_SETTINGS
     scratch = np.empty(2 * t + 2 * k + 3 * t + 9 * t + 2 * t)
     twt = scratch[:2 * t].reshape((t, 2))
@@ -970,9 +972,23 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
         trot[i, 0, 0], trot[i, 0, 1], trot[i, 0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
         trot[i, 1, 0], trot[i, 1, 1], trot[i, 1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
         trot[i, 2, 0], trot[i, 2, 1], trot[i, 2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
-    for c in range(n):
-        q_out[c] = start[c]
-    iterations, ok, _ = _descend(data, q_out, tpos, trot, twt, 0.0, tol_p, tol_r, max_iterations, stall_window, errors)
+    lower, upper = data[18], data[19]
+    fractions = at + 2 * k  # cold: the first batch's seeds as fractions of each joint's range (seeds x k)
+    iterations = 0
+    ok = False
+    for row in range(max(seeds, 1)):
+        for c in range(n):
+            q_out[c] = start[c]
+        if row > 0:  # `_numpy_backend.random_seeds`; a multi-turn joint spans start +- pi
+            for c in range(k):
+                j = free[c]
+                lo = lower[c] if math.isfinite(lower[c]) else start[j] - np.pi
+                hi = upper[c] if math.isfinite(upper[c]) else start[j] + np.pi
+                q_out[j] = lo + floats[fractions + row * k + c] * (hi - lo)
+        its, ok, _ = _descend(data, q_out, tpos, trot, twt, 0.0, tol_p, tol_r, max_iterations, stall_window, errors)
+        iterations += its
+        if ok:
+            break
     if not ok:
         return FRAME_GENERAL, 0.0, 0.0, iterations
     if use_posture and p != 3:
@@ -998,18 +1014,22 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
 
 
 def frame_floats(chain: KernelChain, tol_p: float, tol_r: float, max_iterations: int, weights, robot_lower, robot_upper,
-                 continuous) -> tuple[np.ndarray, int, int]:
+                 continuous, fractions=None) -> tuple[np.ndarray, int, int]:
     """`_frame`'s float buffer for a chain: its own floats, then the settings, weights (T, 2),
-    the robot's limits (n each) and the posture slot (the anchor at the free columns, then 1.0
-    per multi-turn column, as `posture_columns`). Returns (buffer, where the posture flag is,
-    where the posture anchor starts)."""
+    the robot's limits (n each), the posture slot (the anchor at the free columns, then 1.0 per
+    multi-turn column, as `posture_columns`) and, for a cold solve, the first batch's seed
+    `fractions` (seeds, k). Returns (buffer, where the posture flag is, where the posture anchor
+    starts)."""
     k = len(chain.free)
-    settings = np.array([tol_p, tol_r, float(max_iterations), float(STALL_WINDOW), 0.0, float(len(robot_lower))])
+    fractions = np.zeros((0, k)) if fractions is None else np.asarray(fractions, dtype=float).reshape(-1, k)
+    settings = np.array([tol_p, tol_r, float(max_iterations), float(STALL_WINDOW), 0.0, float(len(robot_lower)),
+                         float(len(fractions))])
     posture = np.concatenate([np.zeros(k), np.asarray(continuous, dtype=float)])
     buffer = np.concatenate([chain.floats, settings, np.asarray(weights, dtype=float).ravel(),
-                             np.asarray(robot_lower, dtype=float), np.asarray(robot_upper, dtype=float), posture])
+                             np.asarray(robot_lower, dtype=float), np.asarray(robot_upper, dtype=float), posture,
+                             fractions.ravel()])
     flag = len(chain.floats) + 4
-    return np.ascontiguousarray(buffer, dtype=float), flag, len(buffer) - 2 * k
+    return np.ascontiguousarray(buffer, dtype=float), flag, len(buffer) - 2 * k - fractions.size
 
 
 # ---- building the two forms --------------------------------------------------------------------

@@ -102,6 +102,13 @@ def pick(q: np.ndarray, errors: np.ndarray, iterations: np.ndarray, converged: n
 _SEED_FRACTIONS = np.random.default_rng(20240917).random((64, BATCH_SEEDS, 64))
 
 
+def first_batch_fractions(k: int) -> np.ndarray | None:
+    """The first batch's seed fractions for k free joints (what `random_seeds` draws at attempt
+    0), for the compiled frame call (`_kernel._frame`); None where `random_seeds` draws fresh ones."""
+    block = _SEED_FRACTIONS[0]
+    return None if k > block.shape[1] else np.ascontiguousarray(block[:, :k])
+
+
 def random_seeds(problem: ChainProblem, start: np.ndarray, attempt: int) -> np.ndarray:
     """BATCH_SEEDS configurations spread over the free joints' limits (continuous joints:
     start +- pi); other joints keep the start."""
