@@ -200,7 +200,7 @@ def test_a_wrist_beside_its_singularity_is_one_branch_per_closed_form_branch(rob
     assert matches(found) == list(range(8)) and len(found) == 8
     assert all(c.position_error <= 1e-5 and c.rotation_error <= 1e-5 for c in found)
     configurations.POLISH_ITERATIONS, polish = 0, configurations.POLISH_ITERATIONS
-    try:  # unpolished: the duplicate this test is about
-        assert len(find_configurations(robot, [target], q, NUMPY)) == 9
+    try:  # unpolished: the duplicates this test is about (a branch shown more than once)
+        assert len(find_configurations(robot, [target], q, NUMPY)) > 8
     finally:
         configurations.POLISH_ITERATIONS = polish

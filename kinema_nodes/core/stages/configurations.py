@@ -49,8 +49,14 @@ SEEDS_PER_ROUND = 16
 SEEDS_PER_ROUND_REDUNDANT = 48
 MAX_ROUNDS = 6
 MIN_ROUNDS = 2
-#: Most kernel iterations per descent (a seed that stops improving stops sooner).
+#: Most kernel iterations per descent: the swings of a redundant arm (a seed that stops
+#: improving stops sooner).
 ITERATIONS = 40
+#: Most iterations of a seed's own descent; one that then is within RESCUE_ERROR (m, rad) of
+#: the target goes on for up to RESCUE_ITERATIONS more.
+SEED_ITERATIONS = 20
+RESCUE_ERROR = 1e-3
+RESCUE_ITERATIONS = 60
 #: Iterations a flip seed settles with its flipped joint held (`_settle_flips`), and how near
 #: (rad) a settled seed may come to a branch already found before it is dropped.
 SETTLE_ITERATIONS = 6
@@ -187,6 +193,18 @@ def find_configurations(
                                            swivel_links=None if swivel is None else swivel_at[0], swivel=swivel, **patience)
         return q, converged(errors, arrays.weights, tol_p, tol_r)
 
+    def descend_seeds(seeds, stall=None):
+        # A seed that ends near a solution (beside a singularity, where LM crawls) goes on, never
+        # giving up; the rest stop at SEED_ITERATIONS.
+        patience = {} if stall is None else {"stall_window": stall}
+        q, errors, _, _, _ = descend_batch(problem, seeds, arrays, tol_p, tol_r, SEED_ITERATIONS, **patience)
+        ok = converged(errors, arrays.weights, tol_p, tol_r)
+        near = ~ok & (np.max(errors, axis=(1, 2)) <= RESCUE_ERROR)
+        if near.any() and RESCUE_ITERATIONS:
+            q[near], errors_near, _, _, _ = descend_batch(problem, q[near], arrays, tol_p, tol_r, RESCUE_ITERATIONS, stall_window=0)
+            ok[near] = converged(errors_near, arrays.weights, tol_p, tol_r)
+        return q, ok
+
     def swivel_miss(q, wanted):
         # The kernel's own swivel residual at q (no step taken): wanted - angle, wrapped.
         return -descend_batch(problem, q, arrays, tol_p, tol_r, 0, swivel_links=swivel_at[0], swivel=wanted)[2]
@@ -218,7 +236,7 @@ def find_configurations(
         # A settled flip already on a branch found (or on another settled flip) adds nothing.
         seeds = seeds[_new_branch_rows(robot, seeds, found, SETTLED_KNOWN, wrapping)]
         seeds = np.concatenate([seeds, _random_seeds(problem, current, seeds_per_round, rng)])
-        q, ok = descend(seeds, stall=REDUNDANT_STALL if spare is not None else None)
+        q, ok = descend_seeds(seeds, stall=REDUNDANT_STALL if spare is not None else None)
         q = q[ok]
         misses = np.zeros(len(q))
         if spare is not None and len(q):
@@ -305,19 +323,20 @@ def _flip_groups(robot: RobotModel, problem, held) -> list[tuple[tuple[int, ...]
     elbow = revolute[3] if len(revolute) >= 7 else revolute[2]
     basic = [((shoulder[0], shoulder[2]), (shoulder[1],), ()), ((), (elbow,), (elbow,)), ((wrist[0], wrist[2]), (wrist[1],), (wrist[1],))]
     combined = []
-    for mask in range(1, 8):
-        parts = [basic[i] for i in range(3) if mask >> i & 1]
-        combined.append(tuple(sum((p[k] for p in parts), ()) for k in range(3)))
+    for mask in range(1, 2 ** len(basic)):
+        parts = [basic[i] for i in range(len(basic)) if mask >> i & 1]
+        turned, negated, held_while_settling = (sum((p[k] for p in parts), ()) for k in range(3))
+        combined.append((turned, negated, tuple(sorted(set(held_while_settling)))))
     return combined
 
 
 def _flipped(robot: RobotModel, branches: np.ndarray, flips) -> np.ndarray:
     """Every flip of every branch (B, n): (B * F, n), branch-major, in the order of `flips`."""
-    turned = np.zeros((len(flips), robot.dof), dtype=bool)
+    turned = np.zeros((len(flips), robot.dof))
     negated = np.zeros((len(flips), robot.dof), dtype=bool)
     for k, (turn, negate, _) in enumerate(flips):
-        turned[k, list(turn)] = True
-        negated[k, list(negate)] = True
+        np.add.at(turned[k], list(turn), 1.0)
+        np.logical_xor.at(negated[k], list(negate), True)
     seeds = np.repeat(np.asarray(branches, dtype=float)[:, None], len(flips), axis=1)  # (B, F, n)
     # half a turn toward the middle of the joint's range (continuous: either way), then negate
     bounded = np.isfinite(robot.upper - robot.lower)
