@@ -6,7 +6,8 @@ position-only control. Measures, per call, in one process:
 - `frame_inputs` of the Solver step with no obstacle collection (the plain live path: collision
   code is never reached) and with one;
 - `world_for` (the obstacles as primitives in the robot's root frame) for 1, 10 and 50 mesh
-  objects (cubes and 482-vertex UV spheres), still and all moving every frame (keyed);
+  objects (cubes and 482-vertex UV spheres), still and all moving every frame (keyed), and with
+  50, one of them edited (its vertices scaled) before each call;
 - a whole live frame (`frame_set`) with the tool control still and a crate keyed across the
   forearm, so each frame re-solves with avoidance (collide's solve, NumPy backend).
 
@@ -112,6 +113,20 @@ def main() -> int:
             times.append(time.perf_counter() - start)
         rows.append((f"world_for, {count} mesh objects, all moved since the last call",
                      float(np.median(times) * 1000), float(np.percentile(times, 95) * 1000)))
+    edited = collection.objects[-1].data
+    shape = np.empty(len(edited.vertices) * 3, dtype=np.float32)
+    edited.vertices.foreach_get("co", shape)
+    times = []
+    for sample in range(args.samples):
+        edited.vertices.foreach_set("co", shape * (1.0 + 0.001 * (sample + 1)))  # new vertices every call: refitted
+        edited.update()
+        start = time.perf_counter()
+        world_for(solver, rig)
+        times.append(time.perf_counter() - start)
+    edited.vertices.foreach_set("co", shape)
+    edited.update()
+    rows.append(("world_for, 50 mesh objects, one edited since the last call (read and refitted)",
+                 float(np.median(times) * 1000), float(np.percentile(times, 95) * 1000)))
     for obj in list(collection.objects):
         if obj != crate:
             collection.objects.unlink(obj)
@@ -133,6 +148,8 @@ def main() -> int:
     load = os.getloadavg()
     lines = [
         "## Obstacles from a Blender collection (`bench/bench_blender_obstacles.py`)",
+        "",
+        f"Command: `.venv/bin/python bench/bench_blender_obstacles.py --samples {args.samples}`.",
         "",
         f"UR10 (joint-limited, example-robot-data), NumPy backend, position-only tool target; {args.samples} samples; "
         f"Python {platform.python_version()}, bpy {bpy.app.version_string}, {os.cpu_count()} cores, "

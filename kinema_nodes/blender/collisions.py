@@ -4,7 +4,11 @@ model shown in the viewport.
 The world is read on every frame a solve needs it (an animated obstacle is where the frame puts
 it), in the robot's root frame (the rig's armature space). Each mesh is fitted once in its own
 frame (`core.model.obstacle_shapes`; refitted only when its vertices change, a modifier or a
-shape key); a frame then costs one matrix product per obstacle. Mesh objects only: an empty or
+shape key); a frame then costs one matrix product per obstacle. Whether the vertices changed is
+asked of the depsgraph first: every time Blender evaluates an object's geometry anew (an edit, a
+modifier or shape key that plays) its evaluated mesh is a new one with a new `session_uid`
+(never reused in a session, unlike a memory address), so an unchanged obstacle is recognised by
+its names, shape choice and that number without reading a vertex. Mesh objects only: an empty or
 a curve in the collection is passed over.
 
 A mesh object chooses how it is approximated with `kinema_collision_shape` (Auto, Box, Sphere,
@@ -28,12 +32,16 @@ SHAPE_ITEMS = [(name.upper(), label, text) for name, (label, text) in SHAPES.ite
 
 #: Fits by (mesh data, vertex hash, shape): an obstacle is refitted only when its vertices change.
 _FITS = LRU(256)
+#: (fits key, fits) by what is cheap to read (object, mesh, shape, evaluated geometry's session_uid):
+#: an obstacle whose geometry was not evaluated anew is neither read nor hashed again.
+_SEEN = LRU(256)
 #: Placed primitives by (object, fits, matrix): an obstacle that did not move is not placed again.
 _PLACED = LRU(256)
 
 
 def reset_caches() -> None:
     _FITS.clear()
+    _SEEN.clear()
     _PLACED.clear()
 
 
@@ -69,14 +77,27 @@ def local_fits(obj, depsgraph=None) -> list:
 
 
 def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
+    shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
+    if depsgraph is None:  # nothing evaluated to ask: read the vertices
+        return _read_fits(obj, None, shape)
+    cheap = (obj.name, obj.data.name, shape, obj.evaluated_get(depsgraph).data.session_uid)
+    seen = _SEEN.get(cheap)
+    if seen is None:
+        seen = _read_fits(obj, depsgraph, shape)
+        _SEEN.put(cheap, seen)
+    return seen
+
+
+def _read_fits(obj, depsgraph, shape: str) -> tuple[tuple, list]:
+    """Read and hash the vertices; fit them unless these very vertices were fitted before."""
     from ..core.model.obstacle_shapes import fit_local
 
     mesh, release = _evaluated_mesh(obj, depsgraph)
     try:
         vertices = np.empty(len(mesh.vertices) * 3, dtype=np.float32)  # Blender's own type: a straight copy
-        mesh.vertices.foreach_get("co", vertices)
+        # the position attribute reads several times faster than MeshVertex.co (the same floats)
+        mesh.attributes["position"].data.foreach_get("vector", vertices)
         vertices = vertices.reshape(-1, 3)
-        shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
         key = (obj.name, shape, len(vertices), len(mesh.polygons), hash(vertices.tobytes()))
         fits = _FITS.get(key)
         if fits is None:

@@ -401,6 +401,68 @@ def test_a_modifier_and_a_constraint_are_read_as_blender_evaluates_them(blender)
     assert all(box.pose[1] == pytest.approx(1.2, abs=1e-6) for box in world.obstacles)  # where the constraint puts it
 
 
+def test_an_edited_obstacle_mesh_is_read_again_and_an_unchanged_one_keeps_its_fit(blender):
+    """Obstacles are recognised per frame by names, shape and the evaluated geometry's session_uid
+    (no vertex read while nothing changed): an edit through bpy, an edit-mode edit and a keyed
+    shape key each reach the next frame's world; reverting the vertices finds the first fit."""
+    bpy = blender
+    from kinema_nodes import evaluator
+    from kinema_nodes.core.stages.collisions import Box
+
+    rig, tree, target, solver = ur10_with_target(bpy)
+    solver.live = False
+    crate = add_cube(bpy, "Crate", 0.2, (1.5, 0.0, 0.3))
+    collection = bpy.data.collections.new("Cell")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(crate)
+    solver.obstacles = collection
+    crate.kinema_collision_shape = "BOX"
+    bpy.context.view_layer.update()
+
+    def box_size(frame=1):
+        bpy.context.scene.frame_set(frame)
+        program = evaluator.program_for(tree)
+        step = program.steps[0]
+        (box,) = evaluator.frame_inputs(tree, program, step, frame).values[step.node]["world"].obstacles
+        assert isinstance(box, Box)
+        return np.array(box.size)
+
+    assert box_size() == pytest.approx([0.2, 0.2, 0.2], abs=1e-6)
+    first = box_size(2)  # a frame change, nothing edited: the same fit, not read again
+    assert first == pytest.approx([0.2, 0.2, 0.2], abs=1e-6)
+
+    original = np.empty(len(crate.data.vertices) * 3, dtype=np.float32)
+    crate.data.vertices.foreach_get("co", original)
+    stretched = original.reshape(-1, 3) * np.array([3.0, 1.0, 1.0], dtype=np.float32)
+    crate.data.vertices.foreach_set("co", stretched.ravel())
+    crate.data.update()
+    assert box_size() == pytest.approx([0.6, 0.2, 0.2], abs=1e-6)  # same object, names and topology: an edit
+
+    bpy.context.view_layer.objects.active = crate
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.ops.mesh.select_all(action="SELECT")
+    bpy.ops.transform.resize(value=(1.0, 1.0, 0.5))
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert box_size() == pytest.approx([0.6, 0.2, 0.1], abs=1e-6)  # an edit-mode edit, on leaving edit mode
+
+    crate.data.vertices.foreach_set("co", original)
+    crate.data.update()
+    assert box_size() == pytest.approx([0.2, 0.2, 0.2], abs=1e-6)  # back as it was
+
+    crate.shape_key_add(name="Basis")
+    tall = crate.shape_key_add(name="Tall")
+    for point in tall.data:
+        point.co.z *= 2.0
+    tall.value = 0.0
+    tall.keyframe_insert("value", frame=1)
+    tall.value = 1.0
+    tall.keyframe_insert("value", frame=11)
+    assert box_size(1) == pytest.approx([0.2, 0.2, 0.2], abs=1e-6)
+    assert box_size(11) == pytest.approx([0.2, 0.2, 0.4], abs=1e-6)  # a keyed shape key: the frame's geometry
+    assert box_size(6) == pytest.approx([0.2, 0.2, 0.3], abs=1e-5)
+    assert box_size(1) == pytest.approx([0.2, 0.2, 0.2], abs=1e-6)
+
+
 @pytest.mark.slow
 def test_humanoid_hands_crossing_in_front_of_the_chest_never_interpenetrate(blender):
     """Alex (example-robot-data, an upper-body humanoid, 19 joints, its pairs computed): both
