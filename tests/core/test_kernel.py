@@ -131,7 +131,7 @@ def test_kernel_jacobian_is_the_derivative_of_its_forward_kinematics(robots, nam
     def evaluate(x):
         errors, r, jac = np.empty((1, 2)), np.empty(6), np.empty((6, k))
         _kernel._evaluate(chain.data, x, arrays.positions[0][None], arrays.rotations[0][None], arrays.weights[0][None], 0.0,
-                          errors, r, jac, np.empty(_kernel.workspace_size(len(chain.parent))))
+                          errors, r, jac, _kernel._workspace(np.empty(_kernel.workspace_size(len(chain.parent))), len(chain.parent)))
         return errors, r, jac
 
     errors, r, jac = evaluate(q)

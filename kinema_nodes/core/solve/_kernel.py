@@ -316,22 +316,25 @@ def workspace_size(m: int) -> int:
     return 18 * m + 21
 
 
+def _workspace(ws, m):
+    """`_evaluate`'s scratch as views of ws (`workspace_size(m)` floats): R (m,3,3), P, W, C (m,3),
+    a tip frame (3,3) and position (3,), a relative rotation (3,3). Made once per descent: a
+    reshape costs about as much as a joint's FK step."""
+    return (ws[:9 * m].reshape((m, 3, 3)), ws[9 * m:12 * m].reshape((m, 3)), ws[12 * m:15 * m].reshape((m, 3)),
+            ws[15 * m:18 * m].reshape((m, 3)), ws[18 * m:18 * m + 9].reshape((3, 3)), ws[18 * m + 9:18 * m + 12],
+            ws[18 * m + 12:18 * m + 21].reshape((3, 3)))
+
+
 def _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J, ws):
     """Errors (T,2), weighted residual r (rows) and Jacobian J (rows, k) at q; the swivel row
-    last when the chain has swivel points; ws (`workspace_size`) is scratch. Returns (cost,
-    swivel residual)."""
+    last when the chain has swivel points; ws (`_workspace`) is scratch. Returns (cost, swivel
+    residual)."""
     tip_node, tip_rot, tip_pos, affects = data[9], data[10], data[11], data[12]
     point_node, point_rot, point_pos, point_affects = data[13], data[14], data[15], data[16]
     kind, mult, column = data[1], data[6], data[8]
     m = data[0].shape[0]
     k = J.shape[1]
-    R = ws[:9 * m].reshape((m, 3, 3))
-    P = ws[9 * m:12 * m].reshape((m, 3))
-    W = ws[12 * m:15 * m].reshape((m, 3))
-    C = ws[15 * m:18 * m].reshape((m, 3))
-    tR = ws[18 * m:18 * m + 9].reshape((3, 3))
-    tp = ws[18 * m + 9:18 * m + 12]
-    rel = ws[18 * m + 12:18 * m + 21].reshape((3, 3))
+    R, P, W, C, tR, tp, rel = ws
     _forward(data, q, R, P, W, C)
     for row in range(J.shape[0]):
         for c in range(k):
@@ -585,7 +588,7 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
     L = scratch[at + k * k:at + 2 * k * k].reshape((k, k))
     at += 2 * k * k
     y = scratch[at:at + k]
-    ws = scratch[at + k:]
+    ws = _workspace(scratch[at + k:], data[0].shape[0])
     for c in range(k):
         x[c] = min(max(q[free[c]], lower[c]), upper[c])
         q[free[c]] = x[c]
@@ -694,7 +697,7 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
     original_errors = errors.copy()
     r = np.empty(rows)
     J = np.empty((rows, k))
-    ws = np.empty(workspace_size(data[0].shape[0]))
+    ws = _workspace(np.empty(workspace_size(data[0].shape[0])), data[0].shape[0])
     _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J, ws)
     if _family_error(errors, twt) > DRIFT_LIMIT:
         errors[:, :] = original_errors
@@ -1034,7 +1037,7 @@ def frame_floats(chain: KernelChain, tol_p: float, tol_r: float, max_iterations:
 
 # ---- building the two forms --------------------------------------------------------------------
 
-_LEAVES = ("workspace_size", "_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
+_LEAVES = ("workspace_size", "_workspace", "_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
            "_cholesky", "_damped_solve", "_min_norm", "_converged", "_descend", "_family_error", "_toward",
            "_return_to_family", "_settle", "_solve_rows", "_unpack", "_packed_rows", "_frame")
 _lock = threading.Lock()
