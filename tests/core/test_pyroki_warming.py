@@ -100,6 +100,19 @@ def test_live_answers_on_the_kernel_while_pyroki_compiles_then_on_pyroki_without
             previous = result.joints
         assert _yourdfpy_error(robot, previous, LINK, positions[-1][0], wxyz[-1][0]) <= TOL + 1e-9
         assert [k for k, _ in finished] == [key]  # still the one build
+
+        # The compiled program dropped from memory (the LRU of compiled solvers does this): the
+        # live path does not rebuild it on its own thread either, it loads in the background.
+        from kinema_nodes.core.solve._pyroki_backend import clear_solvers
+
+        clear_solvers()
+        result = prepared.solve(positions[-1], wxyz[-1], previous)
+        assert result.converged and result.backend == "numpy", result.backend
+        assert "PyRoki is loading its compiled program for this robot" in (result.fallback_reason or ""), result.fallback_reason
+        assert _warming.wait_for_builds(timeout=600)
+        result = prepared.solve(positions[-1], wxyz[-1], previous)
+        assert result.converged and result.backend == "pyroki" and result.fallback_reason is None
+        assert float(np.max(np.abs(result.joints - previous))) <= 1e-4
     finally:
         _warming.remove_listener(listener)
 

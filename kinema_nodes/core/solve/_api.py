@@ -406,7 +406,8 @@ class PreparedSolve:
         #: live: the PyRoki program still compiling (`_warming`); the NumPy kernel answers until it is ready
         self.warming = None
         self.note = None
-        if live and backend == "pyroki" and len(self.problem.free):
+        self.live_pyroki = live and backend == "pyroki" and len(self.problem.free) > 0
+        if self.live_pyroki:
             if self._poll_pyroki():
                 backend = "numpy"
         self.fast = backend == "numpy" and options.avoid is None and len(self.problem.free) > 0
@@ -429,7 +430,11 @@ class PreparedSolve:
         return True
 
     def _general(self, positions, wxyz, start, options) -> SolveResult:
-        """`solve`; on the NumPy backend, with the note, while PyRoki is not ready (live)."""
+        """`solve`; on the NumPy backend, with the note, while PyRoki is not ready (live). A
+        PyRoki program dropped from memory since (the LRU of compiled solvers) is rebuilt in the
+        background too, never on this thread."""
+        if self.note is None and self.live_pyroki:
+            self._poll_pyroki()
         if self.note is None:
             return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
         result = solve(self.robot, self.goals(positions, wxyz), start, replace(_options(options), backend="numpy"))
