@@ -225,8 +225,8 @@ def find_configurations(
     flips = _flip_groups(robot, problem, held) if spare is None else []
     pending = _Seeds(robot.dof)
     pending.add(current, ())
-    current_reaches = bool(converged(problem.residual(current[None], arrays.rotations, arrays.positions, with_jacobian=False)[0],
-                                      arrays.weights, tol_p, tol_r)[0])
+    # No step taken: the kernel's own errors at the current pose, and whether it reaches.
+    current_reaches = bool(descend_batch(problem, current[None], arrays, tol_p, tol_r, 0)[4][0])
     flipped_current = current_reaches and bool(flips)
     if flipped_current:  # the current pose is a branch: its flips join the first round
         pending.add_flips(_flipped(robot, current[None], flips), flips)
@@ -279,7 +279,7 @@ def find_configurations(
         return []
     if spare is None:
         found = _polished(robot, problem, arrays, found, current, tol_p, tol_r, wrapping)
-    errors, _, _ = problem.residual(found, arrays.rotations, arrays.positions, with_jacobian=False)
+    errors = descend_batch(problem, found, arrays, tol_p, tol_r, 0)[1]
     result = []
     for q, err in zip(found, errors):
         distance = float(np.linalg.norm(q - current))
