@@ -68,7 +68,9 @@ class FrameSolve:
     def solve(self, positions, wxyz, start, posture, t0: float, note=None) -> SolveResult | None:
         """The answer, or None where the general path must answer (see the module docstring).
         `posture`: this frame's posture (n,) or None; `note`: the result's fallback_reason."""
-        run = _kernel.frame_form()
+        run = _kernel._frame_form  # read directly: a function call here costs as much as an argument check
+        if run is None or _kernel._force_plain:
+            run = _kernel.frame_form()  # starts the build on the first ask
         if run is None or not self.usable:
             return None
         try:
