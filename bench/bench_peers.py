@@ -768,20 +768,112 @@ bpy.context.view_layer.update()
 bpy.context.view_layer.update()
 t3 = time.perf_counter()
 first = (solver.summary, solver.backend, getattr(solver, "backend_note", ""))
-switch = []
-for k in range(6):  # Target Bone to the link above the tool and back, each settled
+from kinema_nodes.nodes.ik_target import switch_target_link
+switch, switch_summaries = [], []
+for k in range(6):  # Target Bone to the link above the tool and back, each settled; as the Bones panel's button does it
     t = time.perf_counter()
-    target.link_name = other if k % 2 == 0 else link
+    switch_target_link(bpy.context, rig, target, other if k % 2 == 0 else link, False)
     bpy.context.view_layer.update()
     bpy.context.view_layer.update()
     switch.append(time.perf_counter() - t)
+    switch_summaries.append(solver.summary)
+switch_note = getattr(solver, "backend_note", "")
 t4 = time.perf_counter()
 status = kernel_status(wait=True)
 t5 = time.perf_counter()
+# The PyRoki programs the live path started in the background (core/solve/_warming.py): when
+# they are ready the live trees are solved again, now by PyRoki (no note on the Solver).
+from kinema_nodes.core.solve._warming import wait_for_builds
+wait_for_builds()
+t6 = time.perf_counter()
+from kinema_nodes.blender import warming
+warming._after_build()  # what its timer runs once a build is done (timers never fire in the bpy module)
 print("RESULT " + json.dumps({"start_s": t1 - t0, "import_robot_s": t2 - t1, "add_target_to_solved_s": t3 - t2,
                               "summary": first[0], "backend": first[1], "note": first[2], "switch_s": switch,
-                              "kernel_wait_s": t5 - t4, "kernel": status[0]}))
+                              "switch_note": switch_note, "switch_summaries": switch_summaries, "kernel_wait_s": t5 - t4, "kernel": status[0],
+                              "pyroki_ready_after_s": t6 - t2, "then_summary": solver.summary,
+                              "then_note": getattr(solver, "backend_note", "")}))
 """
+
+
+FIRST_SOLVE_SECTION = "bench_peers_first_solve"
+FIRST_SOLVE_CASES = (
+    ("empty cache folder (kernel never compiled)", "z1", "gripperStator", "link06", "NUMPY"),
+    ("kernel compiled, robot new", "ur3", "tool0", "wrist_3_link", "NUMPY"),
+    ("kernel compiled, robot new, the Solver's default backend", "so100", "gripper", "wrist", "default"),
+)
+
+
+def _answered_by(note: str, backend: str) -> str:
+    """Which solver answered, read off the Solver's dropdown and its note."""
+    if "PyRoki is compiling" in note or "PyRoki is loading" in note:
+        return "NumPy kernel (PyRoki compiling)"
+    if note:
+        return f"NumPy ({note})"
+    return "NumPy" if backend == "NUMPY" else "PyRoki"
+
+
+def first_solve_rows(log) -> tuple[list[str], list]:
+    """First solve after Add IK Target, in fresh Blender processes; each robot new to its cache
+    folder (one new folder for the three, in order: the first pays the kernel's compile)."""
+    cache = Path(tempfile.mkdtemp(prefix="kinema_first_"))
+    runs = []
+    for label, robot_name, link, other, backend in FIRST_SOLVE_CASES:
+        try:
+            f = first_after_add_target(robot_name, link, other, backend, cache)
+            runs.append((label, robot_name, link, f))
+            log(f"first {label}: {f}")
+        except Exception as exc:  # noqa: BLE001 - reported
+            runs.append((label, robot_name, link, {"error": f"{type(exc).__name__}: {exc}"}))
+            log(f"first {label}: failed {exc}")
+    lines = ["**First solve after Add IK Target on a robot this cache folder has never seen**, each in a fresh Blender "
+             "(bpy) process; the clock runs from Add IK Target to the solved, settled depsgraph (the live solve runs in "
+             "the depsgraph handler). Targets: <= 3 s with the kernel never compiled, <= 0.3 s once compiled; switching "
+             "Target Bone <= 0.05 s. With the PyRoki default the live path answers on the NumPy kernel while PyRoki "
+             "compiles in a background thread (`prepare(..., live=True)`, core/solve/_warming.py); \"PyRoki ready\" is "
+             "when its programs (the tool's and the other bone's) were built; \"then\" is the Solver's readout after the "
+             "re-solve that follows (blender/warming.py). A Target Bone switch is `nodes.ik_target.switch_target_link` (the Bones panel's button: the "
+             "control snaps onto the new bone, then the choice is set), settled.", "",
+             "| cache | robot -> link | Add IK Target to solved s | answer (first frame) | answered by | Target Bone switch s "
+             "(median of 6) | import robot s | compiled kernel ready after (s) | PyRoki ready after s | then |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, robot_name, link, f in runs:
+        if "error" in f:
+            lines.append(f"| {label} | {robot_name} -> {link} | failed: {f['error'][:200]} | | | | | | | |")
+            continue
+        then = f.get("then_note") or f"{f.get('then_summary', '')} ({'PyRoki' if f['backend'] == 'PYROKI' else 'NumPy'})"
+        switched = f.get("switch_summaries") or []
+        converged = sum(text.startswith("converged") for text in switched)
+        lines.append(f"| {label} | {robot_name} -> {link} | {f['add_target_to_solved_s']:.3f} | {f['summary']} | "
+                     f"{_answered_by(f['note'], f['backend'])} | "
+                     f"{float(np.median(f['switch_s'])):.3f} (max {max(f['switch_s']):.3f}; {converged}/{len(switched)} converged) | "
+                     f"{f['import_robot_s']:.2f} | "
+                     f"{f['kernel_wait_s']:.1f} ({f['kernel']}) | {f.get('pyroki_ready_after_s', float('nan')):.1f} | {then} |")
+    notes = [f"{label}: first frame note \"{f['note']}\"" for label, _, _, f in runs if f.get("note")]
+    return lines + [""] + (["Notes: " + "; ".join(notes) + ".", ""] if notes else []), runs
+
+
+def first_solve_main(args) -> int:
+    """Only the first-solve rows (`--first-solve`), in their own section of bench/RESULTS.md."""
+    from results_file import write_section
+
+    started = time.time()
+    uptime_start = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    lines, runs = first_solve_rows(lambda text: print(text, flush=True))
+    uptime_end = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    command = f"{'KINEMA_SOURCE=... ' if SOURCE != ROOT and not args.head else ''}.venv/bin/python bench/bench_peers.py --first-solve" + (
+        " --head" if args.head else "")
+    head = ["### First solve after Add IK Target (`bench/bench_peers.py --first-solve`; also a part of `--extras`)", "",
+            f"Command: `{command}`  ",
+            f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {(time.time() - started) / 60:.1f} min; "
+            f"{cpu_name()}, {os.cpu_count()} cores, shared.  ",
+            f"`uptime` at the start: `{uptime_start}`; at the end: `{uptime_end}`.", ""]
+    text = "\n".join(head + lines)
+    print(text)
+    (ROOT / "bench" / "last_first_solve.json").write_text(json.dumps(runs, indent=1, default=str))
+    if not args.no_write:
+        write_section(FIRST_SOLVE_SECTION, text)
+    return 0
 
 
 def first_after_add_target(name, link, other, backend, cache: Path) -> dict:
@@ -853,7 +945,8 @@ def profile_tracking(robot, link, n: int, seed: int) -> tuple[list[str], dict]:
         wall = (time.perf_counter() - t0) / n * 1000.0
         stats = pstats.Stats(profiler)
         total = stats.total_tt
-        kernel = sum(v[2] for k, v in stats.stats.items() if "Dispatcher" in k[2] or "numba" in k[0] or "_packed_rows" in k[2])
+        kernel = sum(v[2] for k, v in stats.stats.items()
+                     if "Dispatcher" in k[2] or "numba" in k[0] or k[2] in ("_packed_rows", "_frame"))
         shares[label] = {"profiled_ms_per_frame": total / n * 1000.0, "kernel_ms_per_frame": kernel / n * 1000.0,
                          "wall_ms_per_frame_under_profiler": wall}
         text = io.StringIO()
@@ -863,25 +956,19 @@ def profile_tracking(robot, link, n: int, seed: int) -> tuple[list[str], dict]:
         start_at = next(i for i, line in enumerate(body) if line.lstrip().startswith("ncalls"))
         out += [f"`{label}` tracking, Panda, {n} frames under cProfile (top 10 by own time; the compiled kernel is the "
                 f"numba dispatcher row):", "", "```", *body[start_at:start_at + 11], "```", ""]
-    # Perf counters, no profiler: the kernel call inside `prepare(...).solve` timed on its own.
-    from kinema_nodes.core.solve import _api
+    # Perf counters, no profiler: the compiled frame call inside `prepare(...).solve` timed on its own.
+    from kinema_nodes.core.solve import _kernel
 
-    real, spent = _api.kernel_compiled, []
+    real, spent = _kernel._frame_form, []
 
-    def timed_kernel():
-        run = real()
-        if run is None:
-            return None
-
-        def timed(*arguments):
-            t = time.perf_counter()
-            out = run(*arguments)
-            spent.append(time.perf_counter() - t)
-            return out
-        return timed
+    def timed(*arguments):
+        t = time.perf_counter()
+        out = real(*arguments)
+        spent.append(time.perf_counter() - t)
+        return out
 
     frame_s, previous = [], None
-    _api.kernel_compiled = timed_kernel
+    _kernel._frame_form = timed
     try:
         for i in range(n):
             start = truth[i] if previous is None or trajectory[i] != trajectory[i - 1] else previous
@@ -889,16 +976,64 @@ def profile_tracking(robot, link, n: int, seed: int) -> tuple[list[str], dict]:
             previous = prepared.solve(targets[i, None, :3], targets[i, None, 3:], start).joints
             frame_s.append(time.perf_counter() - t)
     finally:
-        _api.kernel_compiled = real
+        _kernel._frame_form = real
     if len(spent) == n:
         frame, kernel = np.median(frame_s) * 1000.0, np.median(spent) * 1000.0
         shares["prepare_perf_counters"] = {"frame_median_ms": float(frame), "kernel_median_ms": float(kernel)}
         out += [f"Perf counters (no profiler), `prepare(...).solve`, {n} frames: median {frame:.4f} ms per frame, of which "
-                f"the compiled kernel call (numba dispatch included) {kernel:.4f} ms ({kernel / frame * 100:.0f} %) and the "
-                f"Python around it (number checks, packing, `_complete`: limits, errors, result) {frame - kernel:.4f} ms.", ""]
+                f"the one compiled call (numba dispatch included) {kernel:.4f} ms ({kernel / frame * 100:.0f} %) and the "
+                f"Python around it (argument checks, the `SolveResult`) {frame - kernel:.4f} ms.", ""]
     else:
-        out += [f"Perf counters: the kernel ran on {len(spent)} of {n} frames (the rest took the general path).", ""]
+        out += [f"Perf counters: the compiled call answered {len(spent)} of {n} frames (the rest took the general path).", ""]
+    out += kernel_breakdown(prepared, targets, truth, shares)
     return out, shares
+
+
+def kernel_breakdown(prepared, targets, truth, shares) -> list[str]:
+    """One tracking frame (Panda, frame 50 from the answer of frame 49) taken apart, each part the
+    fastest of 200 batches of 200 calls (the shared machine's other jobs filtered out): numba's
+    dispatch of six arrays (an empty compiled function), the frame call capped at 0, 1 and 2 LM
+    iterations, and the whole `prepare(...).solve`."""
+    import numba
+
+    from kinema_nodes.core.solve import _kernel
+
+    def fastest(call) -> float:
+        best = float("inf")
+        for _ in range(200):
+            t = time.perf_counter()
+            for _ in range(200):
+                call()
+            best = min(best, (time.perf_counter() - t) / 200)
+        return best * 1e6
+
+    empty = numba.njit(lambda a, b, c, d, e, f: 0)
+    frame = prepared.frame
+    run = _kernel.frame_form()
+    start = truth[49].copy()
+    positions, wxyz = targets[50, :3].copy(), targets[50, 3:].copy()
+    q = np.empty(len(start))
+    empty(frame.ints, frame.floats, start, positions, wxyz, q)
+    cap_at = frame.flag_at - 2  # max_iterations in the frame settings
+    cap = frame.floats[cap_at]
+    parts = {"dispatch": fastest(lambda: empty(frame.ints, frame.floats, start, positions, wxyz, q))}
+    try:
+        for iterations in (0, 1, 2):
+            frame.floats[cap_at] = iterations
+            parts[f"cap {iterations}"] = fastest(lambda: run(frame.ints, frame.floats, start, positions, wxyz, q))
+    finally:
+        frame.floats[cap_at] = cap
+    used = run(frame.ints, frame.floats, start, positions, wxyz, q)[3]
+    parts["whole"] = fastest(lambda: prepared.solve(targets[50, None, :3], targets[50, None, 3:], start))
+    shares["breakdown_us"] = {**parts, "iterations": int(used)}
+    per_iteration = (parts["cap 2"] - parts["cap 0"]) / 2
+    return [f"One tracking frame taken apart (Panda frame 50 from frame 49's answer, {used} LM iterations; fastest of 200 "
+            f"batches of 200 calls, in microseconds): whole `prepare(...).solve` {parts['whole']:.2f}; the compiled call "
+            f"{parts['cap 2']:.2f}, of which numba's dispatch of its six arrays {parts['dispatch']:.2f} (an empty compiled "
+            f"function), the fixed part (checks, packing, the first FK + Jacobian, the contract) "
+            f"{parts['cap 0'] - parts['dispatch']:.2f} and {per_iteration:.2f} per LM iteration (a damped step, FK and "
+            f"Jacobian at the trial); the Python around the call (argument checks, `SolveResult`) "
+            f"{parts['whole'] - parts['cap 2']:.2f}.", ""]
 
 
 def extras_main(args) -> int:
@@ -926,35 +1061,8 @@ def extras_main(args) -> int:
               f"| `solve` | {r['success_rate'] * 100:.1f} % | {r['median_ms']:.3f} | {r['p99_ms']:.3f} |",
               f"| `prepare(...).solve` | {p['success'] * 100:.1f} % | {p['median_ms']:.3f} | {p['p99_ms']:.3f} |", ""]
 
-    # First solve after Add IK Target, in fresh Blender processes; each robot new to its cache folder.
-    cache = Path(tempfile.mkdtemp(prefix="kinema_first_"))
-    runs = []
-    for label, robot_name, link, other, backend in (
-            ("empty cache folder (kernel never compiled)", "z1", "gripperStator", "link06", "NUMPY"),
-            ("kernel compiled, robot new", "ur3", "tool0", "wrist_3_link", "NUMPY"),
-            ("kernel compiled, robot new, the Solver's default backend", "so100", "gripper", "wrist", "default")):
-        try:
-            f = first_after_add_target(robot_name, link, other, backend, cache)
-            runs.append((label, robot_name, link, f))
-            log(f"first {label}: {f}")
-        except Exception as exc:  # noqa: BLE001 - reported
-            runs.append((label, robot_name, link, {"error": f"{type(exc).__name__}: {exc}"}))
-            log(f"first {label}: failed {exc}")
-    results["first"] = runs
-    lines += ["**First solve after Add IK Target on a robot this cache folder has never seen**, each in a fresh Blender "
-              "(bpy) process; the clock runs from Add IK Target to the solved, settled depsgraph (the live solve runs in "
-              "the depsgraph handler). Targets: <= 3 s with the kernel never compiled, <= 0.3 s once compiled; switching "
-              "Target Bone <= 0.05 s.", "",
-              "| cache | robot -> link | Add IK Target to solved s | answer | Target Bone switch s (median of 6) | "
-              "import robot s | compiled kernel ready after (s) |", "|---|---|---|---|---|---|---|"]
-    for label, robot_name, link, f in runs:
-        if "error" in f:
-            lines.append(f"| {label} | {robot_name} -> {link} | failed: {f['error'][:200]} | | | | |")
-            continue
-        lines.append(f"| {label} | {robot_name} -> {link} | {f['add_target_to_solved_s']:.3f} | {f['summary']} ({f['backend']}) | "
-                     f"{float(np.median(f['switch_s'])):.3f} (max {max(f['switch_s']):.3f}) | {f['import_robot_s']:.2f} | "
-                     f"{f['kernel_wait_s']:.1f} ({f['kernel']}) |")
-    lines.append("")
+    first_lines, results["first"] = first_solve_rows(log)
+    lines += first_lines
 
     # Find Solutions, with bench/bench_configs.py's own measurements.
     import bench_configs
@@ -1042,6 +1150,8 @@ def main() -> int:
     parser.add_argument("--ur5", type=int, default=200, help="--extras: Find Solutions poses on the UR5")
     parser.add_argument("--panda", type=int, default=100, help="--extras: Find Solutions poses on the Panda")
     parser.add_argument("--profile", type=int, default=1000, help="--extras: profiled tracking frames")
+    parser.add_argument("--first-solve", action="store_true",
+                        help="only the first-solve-after-Add-IK-Target rows of --extras, in their own section")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.head and "KINEMA_SOURCE" not in os.environ:
@@ -1055,6 +1165,8 @@ def main() -> int:
         os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv, "--head"], env)
     if args.extras:
         return extras_main(args)
+    if args.first_solve:
+        return first_solve_main(args)
 
     started = time.time()
     uptime_start = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
