@@ -130,3 +130,24 @@ def test_bake_with_obstacles_stays_clear(robots, cache_folder, tmp_path):
     for row in rows:
         q = np.array([float(row[name]) for name in robot.actuated_joint_names])
         assert checker.free(q), row["frame"]
+
+    # the saved .blend shows what the bake avoided, and its Solver avoids it live
+    opened = subprocess.run(
+        [sys.executable, "-c", (
+            "import bpy, json, kinema_nodes; kinema_nodes.register();"
+            f"bpy.ops.wm.open_mainfile(filepath={str(tmp_path / 'shot.blend')!r});"
+            "(solver,) = [n for t in bpy.data.node_groups for n in t.nodes if n.bl_idname == 'KinemaSolverNode'];"
+            "wall = bpy.data.objects['wall'];"
+            "print(json.dumps({'collection': solver.obstacles.name if solver.obstacles else None,"
+            " 'objects': sorted(o.name for o in solver.obstacles.objects) if solver.obstacles else [],"
+            " 'world': solver.avoid_world, 'self': solver.avoid_self, 'margin': solver.margin_mm,"
+            " 'shape': wall.kinema_collision_shape, 'dims': list(wall.dimensions), 'at': list(wall.matrix_world.translation)}), flush=True);"
+            "import os; os._exit(0)"
+        )],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert opened.returncode == 0, opened.stderr[-2000:]
+    saved = json.loads(opened.stdout.strip().splitlines()[-1])
+    assert saved["collection"] == "Kinema Obstacles" and saved["objects"] == ["wall"]
+    assert saved["world"] and saved["self"] and saved["margin"] == pytest.approx(5.0) and saved["shape"] == "BOX"
+    assert saved["dims"] == pytest.approx([0.05, 2.0, 2.0], abs=1e-6) and saved["at"] == pytest.approx([0.45, 0, 0.5], abs=1e-6)
