@@ -78,9 +78,12 @@ def local_fits(obj, depsgraph=None) -> list:
 
 def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
     shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
-    if depsgraph is None:  # nothing evaluated to ask: read the vertices
-        return _read_fits(obj, None, shape)
-    cheap = (obj.name, obj.data.name, shape, obj.evaluated_get(depsgraph).data.session_uid)
+    evaluated = obj.evaluated_get(depsgraph) if depsgraph is not None else None
+    if evaluated is None or not evaluated.is_evaluated:
+        # nothing evaluated to ask (an object hidden in the viewport or in an excluded collection
+        # is not evaluated; its own mesh's session_uid never changes): read the vertices
+        return _read_fits(obj, depsgraph, shape)
+    cheap = (obj.name, obj.data.name, shape, evaluated.data.session_uid)
     seen = _SEEN.get(cheap)
     if seen is None:
         seen = _read_fits(obj, depsgraph, shape)

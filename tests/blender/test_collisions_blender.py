@@ -404,7 +404,8 @@ def test_a_modifier_and_a_constraint_are_read_as_blender_evaluates_them(blender)
 def test_an_edited_obstacle_mesh_is_read_again_and_an_unchanged_one_keeps_its_fit(blender):
     """Obstacles are recognised per frame by names, shape and the evaluated geometry's session_uid
     (no vertex read while nothing changed): an edit through bpy, an edit-mode edit and a keyed
-    shape key each reach the next frame's world; reverting the vertices finds the first fit."""
+    shape key each reach the next frame's world, and so does each edit to an obstacle Blender does
+    not evaluate (hidden: read every call); reverting the vertices finds the first fit."""
     bpy = blender
     from kinema_nodes import evaluator
     from kinema_nodes.core.stages.collisions import Box
@@ -444,6 +445,24 @@ def test_an_edited_obstacle_mesh_is_read_again_and_an_unchanged_one_keeps_its_fi
     bpy.ops.transform.resize(value=(1.0, 1.0, 0.5))
     bpy.ops.object.mode_set(mode="OBJECT")
     assert box_size() == pytest.approx([0.6, 0.2, 0.1], abs=1e-6)  # an edit-mode edit, on leaving edit mode
+
+    # An obstacle Blender does not evaluate (hidden in the viewport, nothing depending on it): its
+    # own mesh's session_uid never changes, so its vertices are read on every call.
+    from kinema_nodes.blender.collisions import world_primitives
+
+    spare = bpy.data.collections.new("Spare")
+    bpy.context.scene.collection.children.link(spare)
+    hidden = add_cube(bpy, "Hidden", 0.2, (2.0, 2.0, 0.3))
+    spare.objects.link(hidden)
+    hidden.kinema_collision_shape = "BOX"
+    hidden.hide_viewport = True
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    assert not hidden.evaluated_get(depsgraph).is_evaluated
+    for scale in ((1.0, 2.0, 1.0), (1.0, 2.0, 3.0)):
+        hidden.data.vertices.foreach_set("co", (original.reshape(-1, 3) * np.array(scale, dtype=np.float32)).ravel())
+        hidden.data.update()
+        (box,), _ = world_primitives(spare, rig, bpy.context.evaluated_depsgraph_get())
+        assert box.size == pytest.approx(0.2 * np.array(scale), abs=1e-6)
 
     crate.data.vertices.foreach_set("co", original)
     crate.data.update()
