@@ -115,7 +115,9 @@ ROOTS = {
     "kernel": ["numba"],
     # Robots from more formats (issue 16), imported only for such files: .xacro (the ROS xacro,
     # pure Python, with PyYAML for its yaml loading) and MJCF (.xml, through MuJoCo's compiler).
-    "formats": ["xacro", "pyyaml", "mujoco"],
+    # Two groups, so a platform without MuJoCo wheels (Intel macOS) still reads xacro.
+    "xacro": ["xacro", "pyyaml"],
+    "mjcf": ["mujoco"],
 }
 
 #: Why each bundled distribution is there. The closure of ROOTS is computed from the wheels'
@@ -334,13 +336,14 @@ def gather_wheels(line: Line, platform: str) -> Build:
     except DownloadError as exc:
         note = (note + "; " if note else "") + f"no compiled kernel: {exc}"
         log(f"  ! {platform} / {line.label}: numba wheels unavailable, the kernel runs as plain NumPy: {exc}")
-    formats_pulled = {name: set(owners) for name, owners in pulled_in_by.items()}
-    try:
-        everything = closure(ROOTS["formats"], line, platform, everything, formats_pulled)
-        pulled_in_by = formats_pulled
-    except DownloadError as exc:
-        note = (note + "; " if note else "") + f"no xacro/MJCF import: {exc}"
-        log(f"  ! {platform} / {line.label}: xacro/mujoco wheels unavailable, those formats say what they need: {exc}")
+    for group, words in (("xacro", "xacro"), ("mjcf", "MJCF")):
+        formats_pulled = {name: set(owners) for name, owners in pulled_in_by.items()}
+        try:
+            everything = closure(ROOTS[group], line, platform, everything, formats_pulled)
+            pulled_in_by = formats_pulled
+        except DownloadError as exc:
+            note = (note + "; " if note else "") + f"no {words} import: {exc}"
+            log(f"  ! {platform} / {line.label}: {', '.join(ROOTS[group])} wheels unavailable, {words} import says what it needs: {exc}")
     undocumented = sorted(set(everything) - set(WHY))
     if undocumented:
         raise SystemExit(
