@@ -15,7 +15,7 @@ import numpy as np
 from .core.graph.registry import kind_of
 from .core.graph.spec import GraphSpec
 from .core.graph.program import FrameInputs, Program, StepResult, compile_program
-from .blender.groups import node_by_path
+from .blender.groups import GROUP_IDNAME, SEPARATOR, node_by_path
 from .tree import TREE_IDNAME
 
 _dirty: set[int] = set()
@@ -27,6 +27,11 @@ _running = False
 #: Users of a group paused over budget: (tree, solver path). A group's Solver node is shared by
 #: all its users, so its own `over_budget` flag stands for the plain-tree case only.
 _paused: set[tuple[int, str]] = set()
+#: Bumped by everything that can change a tree's spec without marking it dirty (a depsgraph update
+#: outside a frame change: an edit in the UI, a rename; a file load; undo and redo). A tree that is
+#: not dirty, not animated and holds no group is not snapshotted again until it moves.
+_generation = 0
+_validated: dict[int, tuple[int, bool]] = {}  # tree -> (generation its program was checked at, may skip)
 
 
 def mark_dirty(tree) -> None:
@@ -40,9 +45,19 @@ def compiled_program(tree) -> Program | None:
     return None if compiled is None else compiled[1]
 
 
+def changed_outside() -> None:
+    """Something a tree's spec reads may have changed without a property callback (an edit the
+    depsgraph reported, a file load, undo): the next run of every tree snapshots it again."""
+    global _generation
+    _generation += 1
+
+
 def forget_all() -> None:
     """Drop every cache (a new file was loaded)."""
+    changed_outside()
     _dirty.clear()
+    _validated.clear()
+    _leans.clear()
     _prepared.clear()
     _compiled.clear()
     _last_inputs.clear()
@@ -114,6 +129,7 @@ def program_for(tree) -> Program:
         return cached[1]
     program = compile_program(spec, _robots_of(tree))
     _compiled[key] = (spec, program)
+    _validated.pop(key, None)
     for node in tree.nodes:
         if hasattr(node, "kinema_error"):
             _set(node, "kinema_error", program.node_message(node.name))
@@ -122,6 +138,41 @@ def program_for(tree) -> Program:
         if rig is not None and getattr(rig, "kinema_tree", None) is None:
             rig.kinema_tree = tree  # the rig keeps its tree alive and evaluates the tree's animation
     return program
+
+
+def _current_program(tree, key: int, was_dirty: bool) -> Program:
+    """`program_for(tree)`, without the snapshot while nothing can have changed the spec: the tree
+    was not marked dirty, nothing was reported changed outside it (`changed_outside`), it has no
+    keys or drivers (an animated setting changes the spec with no callback), no groups (an edit
+    inside a group marks the group's tree, not this one), and the Preferences' solve budget, which
+    a solver without its own budget puts in the spec, is what it was."""
+    cached = _compiled.get(key)
+    checked = _validated.get(key)
+    if (cached is not None and not was_dirty and checked is not None and checked[0] == _generation and checked[1]
+            and tree.animation_data is None and (checked[2] is None or checked[2] == _preferences_budget())
+            and all(_rig_still(tree, cached[1], step) for step in cached[1].steps)):
+        return cached[1]
+    program = program_for(tree)
+    plain = tree.animation_data is None and not any(
+        node.bl_idname in (GROUP_IDNAME, "NodeReroute") for node in tree.nodes)
+    own = all(getattr(node_by_path(tree, step.node), "use_own_budget", False) for step in program.steps)
+    _validated[key] = (_generation, plain, None if own else _preferences_budget())
+    return program
+
+
+def _rig_still(tree, program: Program, step) -> bool:
+    """The step's rig is still there under the name the program was compiled with (a rig removed
+    or renamed by a script reports nothing until the next depsgraph update)."""
+    node = node_by_path(tree, _robot_node_of(program, step) or "")
+    rig = getattr(node, "rig", None)
+    return rig is not None and rig.name == step.rig
+
+
+def _preferences_budget():
+    from .ui.preferences import preferences
+
+    prefs = preferences()
+    return getattr(prefs, "solve_budget_ms", None)
 
 
 def _robot_node_of(program: Program, step) -> str | None:
@@ -221,26 +272,14 @@ _OPTION_FIELDS: tuple[str, ...] = ()
 def _live_solve(robot, goals, start, options):
     """`core.solve.solve` for a live frame, through a cached `prepare` (the same answers: the
     prepared path hands anything but a converged warm kernel descent to `solve`)."""
-    global _OPTION_FIELDS
     if options.avoid is not None:  # collision avoidance is solve()'s (core/stages/collisions.py), not the prepared kernel's
         return _solve()(robot, goals, start, options)
-    if not _OPTION_FIELDS:
-        from dataclasses import fields
-
-        _OPTION_FIELDS = tuple(f.name for f in fields(options) if f.name != "posture")
     links = tuple(g.link for g in goals)
     weights = tuple((g.position_weight, g.rotation_weight) for g in goals)
-    key = (id(robot), links, weights, tuple(getattr(options, name) for name in _OPTION_FIELDS))
     try:
-        prepared = _prepared.get(key)
+        prepared = _prepared_solve(robot, links, replace(options, posture=None), weights)
     except TypeError:  # options that do not hash (an obstacle world): the general path
         return _solve()(robot, goals, start, options)
-    if prepared is None:
-        from .core.solve import prepare
-
-        if len(_prepared) >= _PREPARED_KEPT:
-            _prepared.clear()
-        prepared = _prepared[key] = prepare(robot, links, replace(options, posture=None), weights, live=True)
     return prepared.solve([g.position for g in goals], [g.wxyz for g in goals], start, options.posture)
 
 
@@ -266,7 +305,7 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
     key = tree.as_pointer()
     was_dirty = key in _dirty
     _dirty.discard(key)
-    program = program_for(tree)
+    program = _current_program(tree, key, was_dirty)
     for name in program.blocked:  # a Solver that cannot run shows no result, only why (on itself)
         blocked = node_by_path(tree, name)
         if blocked is not None:
@@ -277,6 +316,14 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
         solver = node_by_path(tree, step.node)
         if not force and (not solver.live or solver.over_budget or (key, step.node) in _paused):
             continue
+        rig = rig_object(tree, program, step)
+        lean = _lean_step(tree, key, program, step, was_dirty) if values is None else None
+        if lean is not None:
+            result = _run_lean(tree, key, step, solver, rig, lean, frame, force, was_dirty)
+            if result is not _GENERAL:
+                if result is not None:
+                    results.append(result)
+                continue
         inputs = frame_inputs(tree, program, step, frame)
         for name, extra in (values or {}).items():
             if name in step.passthrough:
@@ -291,7 +338,6 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
             result = program.run_step(step, inputs, _live_solve)
         except KinemaError as exc:
             result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
-        rig = rig_object(tree, program, step)
         if result.joints is not None:
             written = write_joint_values(rig, step.robot, result.joints)
             inputs.starts[step.rig] = written
@@ -299,6 +345,194 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
         _show_readout(solver, step, result, force, int(frame), tree_key=key)
         results.append(result)
     return results
+
+
+# ---- the lean frame ------------------------------------------------------------------------
+#
+# Every live frame of a plain step (targets straight into a Solver: nothing after it, nothing to
+# avoid, no Link Switch) goes from the controls and the rig to the prepared kernel solve and back
+# with what does not change per frame done once per compiled step: the options, held joints and
+# weights, the prepared solve per link set, a fingerprint of plain tuples. The answer is the one
+# `Program.run_step` gives (tests/blender/test_live_ik.py checks it); anything unusual on a frame
+# (a control without a pose, a link the robot lacks, a rig showing a non-finite value) takes
+# the general path, which says why.
+
+_GENERAL = object()  # _run_lean: "solve this frame through Program.run_step"
+_leans: dict = {}  # (tree, solver path) -> (program, generation, _Lean | None)
+
+
+class _Lean:
+    __slots__ = ("targets", "options", "weights", "prepared", "links", "static_links", "serial")
+
+    def __init__(self, targets, options, weights, links, static_links):
+        global _lean_serial
+        self.targets, self.options, self.weights = targets, options, weights
+        self.prepared, self.links, self.static_links = {}, links, static_links
+        _lean_serial += 1
+        self.serial = _lean_serial  # in fingerprints: unlike id(), never reused by a later step
+
+
+_lean_serial = 0
+
+
+def _lean_step(tree, key: int, program: Program, step, was_dirty: bool):
+    memo = _leans.get((key, step.node))
+    if memo is None or memo[0] is not program or memo[1] != _generation or was_dirty:
+        memo = _leans[(key, step.node)] = (program, _generation, _make_lean(tree, step))
+    return memo[2]
+
+
+def _make_lean(tree, step):
+    if step.passthrough or step.options.avoid is not None or step.backend == "off":
+        return None
+    if any(t.link_source for t in step.targets) or any(SEPARATOR in t.node for t in step.targets):
+        return None
+    for target in step.targets:
+        node = tree.nodes.get(target.node)
+        socket = node.inputs.get("Link") if node is not None else None
+        if node is None or not hasattr(node, "link_at_frame") or (socket is not None and socket.is_linked):
+            return None
+    robot = step.robot
+    held = frozenset(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
+    options = replace(step.options, backend=step.backend, held_joints=held, posture=None, avoid=None)
+    weights = tuple((t.position_weight, t.rotation_weight) for t in step.targets)
+    # a keyed Target Bone is read from its F-curve every frame; otherwise the index or the name
+    static_links = tree.animation_data is None
+    return _Lean(tuple(t.node for t in step.targets), options, weights, frozenset(robot.links), static_links)
+
+
+def _lean_link(node, robot, static: bool) -> str:
+    """IKTargetNode.link_at_frame for a target with nothing wired into Link."""
+    if not static:
+        return node.link_at_frame(robot)
+    index = node.link_index
+    if 0 < index <= len(robot.links):
+        return robot.links[index - 1]
+    return node.link_name or robot.tool_point
+
+
+def _run_lean(tree, key: int, step, solver, rig, lean: _Lean, frame, force: bool, was_dirty: bool):
+    """One frame of a plain step (see above): its StepResult, None when nothing moved since the
+    last frame, or _GENERAL."""
+    global _lean_imports
+    if _lean_imports is None:
+        from .blender.rig import read_joint_values, write_joint_values
+        from .core.errors import KinemaError
+        from .core.graph.program import summarise
+
+        _lean_imports = (read_joint_values, write_joint_values, KinemaError, summarise)
+    read_joint_values, write_joint_values, KinemaError, summarise = _lean_imports
+    robot = step.robot
+    nodes = tree.nodes
+    targets = [nodes.get(name) for name in lean.targets]
+    if rig is None or None in targets:
+        return _GENERAL
+    goals = [_lean_goal(node, rig) for node in targets]
+    if None in goals:
+        return _GENERAL
+    links = tuple(_lean_link(node, robot, lean.static_links) for node in targets)
+    arrays = {}
+    start = read_joint_values(rig, robot, arrays)
+    if not np.isfinite(start).all() or any(link not in lean.links for link in links):
+        return _GENERAL
+    posture = _lean_posture(solver, robot, frame, start)
+    poses = tuple(goal[2] for goal in goals)
+    memo = (key, step.node)
+    if not force and not was_dirty and _last_inputs.get(memo) == (lean.serial, links, posture, poses, start.tobytes()):
+        shown = _readouts.get((solver.id_data.as_pointer(), solver.name))
+        if shown is not None:  # the same inputs: the last answer is this frame's answer
+            shown["frame"] = int(frame)
+        return None
+    prepared = lean.prepared.get(links)
+    if prepared is None:
+        prepared = lean.prepared[links] = _prepared_solve(robot, links, lean.options, lean.weights)
+    try:
+        solved = prepared.solve([goal[0] for goal in goals], [goal[1] for goal in goals], start, posture)
+    except KinemaError as exc:
+        result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
+    else:
+        joints = np.asarray(solved.joints, dtype=float)
+        if np.isfinite(joints).all():
+            result = StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
+        else:
+            result = StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", solved.ms)
+    written = start
+    if result.joints is not None:
+        written = write_joint_values(rig, robot, result.joints, arrays)
+    _last_inputs[memo] = (lean.serial, links, posture, poses, written.tobytes())
+    _show_readout(solver, step, result, force, int(frame), tree_key=key)
+    return result
+
+
+_lean_imports = None
+
+
+def _lean_goal(node, rig):
+    """(position, wxyz, what the fingerprint keeps) of a target's control: `pose_to_target` of
+    `control_pose`, read straight from the bone when the control is a bone of the rig (the
+    default), or None when the control has no usable pose (the general path says why)."""
+    from .core.graph.program import _single_quaternion, pose_to_target
+
+    if node.control_object == rig and node.control_bone and rig.pose is not None:
+        bone = rig.pose.bones.get(node.control_bone)
+        if bone is None:
+            return None
+        matrix = bone.matrix
+        rows = (matrix[0][:], matrix[1][:], matrix[2][:])
+        wxyz = _single_quaternion(rows)
+        position = (rows[0][3], rows[1][3], rows[2][3])
+        if wxyz is None or not all(np.isfinite(position)):
+            return None
+        return position, wxyz, rows
+    pose = control_pose(node, rig)
+    if pose is None or not np.isfinite(pose).all():
+        return None
+    position, wxyz = pose_to_target(pose)
+    if not (np.isfinite(position).all() and np.isfinite(wxyz).all()):
+        return None
+    return tuple(position.tolist()), tuple(wxyz.tolist()), pose.tobytes()
+
+
+_POSTURES: dict = {}  # (stored posture text, robot) -> the posture when it names every joint, else None
+
+
+def _lean_posture(solver, robot, frame: float, start):
+    """`_posture` (nodes.solver.posture_at), with the posture that names every actuated joint
+    (what Add IK Target and every hand-off store) parsed and limited once, not every frame."""
+    postures = getattr(solver, "postures", None)
+    if postures is None or len(postures) != 1:
+        posture = _posture(solver, robot, frame, start)
+        return None if posture is None or len(posture) != robot.dof else posture
+    text = postures[0].joints
+    memo = (text, id(robot))
+    if memo not in _POSTURES:
+        posture = _posture(solver, robot, frame, np.full(robot.dof, np.nan))
+        if len(_POSTURES) > 64:
+            _POSTURES.clear()
+        _POSTURES[memo] = posture if posture is not None and len(posture) == robot.dof and np.isfinite(posture).all() else None
+    posture = _POSTURES[memo]
+    if posture is None:
+        posture = _posture(solver, robot, frame, start)
+        return None if posture is None or len(posture) != robot.dof else posture
+    return posture
+
+
+def _prepared_solve(robot, links, options, weights):
+    """The `_live_solve` cache's PreparedSolve for these links (one object for both paths)."""
+    global _OPTION_FIELDS
+    if not _OPTION_FIELDS:
+        from dataclasses import fields
+
+        _OPTION_FIELDS = tuple(f.name for f in fields(options) if f.name != "posture")
+    key = (id(robot), links, weights, tuple(getattr(options, name) for name in _OPTION_FIELDS))
+    prepared = _prepared.get(key)
+    if prepared is None:
+        from .core.solve import prepare
+
+        if len(_prepared) >= _PREPARED_KEPT:
+            _prepared.clear()
+        prepared = _prepared[key] = prepare(robot, links, options, weights, live=True)
+    return prepared
 
 
 def readout(solver) -> dict:

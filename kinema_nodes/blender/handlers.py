@@ -14,7 +14,13 @@ def on_frame_change(scene, depsgraph=None):
 
 @persistent
 def on_depsgraph_update(scene, depsgraph=None):
+    evaluator.changed_outside()
     evaluator.run_all(scene)
+
+
+@persistent
+def on_undo(*_args):
+    evaluator.changed_outside()
 
 
 @persistent
@@ -28,6 +34,8 @@ def on_load(*_args):
 
 
 HANDLERS = (
+    (bpy.app.handlers.undo_post, on_undo),
+    (bpy.app.handlers.redo_post, on_undo),
     (bpy.app.handlers.frame_change_post, on_frame_change),
     (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
     (bpy.app.handlers.load_post, on_load),

@@ -160,9 +160,12 @@ def _layout(obj, channels: list[JointChannel]):
     bones = obj.pose.bones
     key = (obj.as_pointer(), id(channels))
     cached = _LAYOUTS.get(key)
-    if cached is not None and cached[0] is channels and cached[1] == len(bones) and all(
-            bones[i].name == name for i, name in cached[2]):
-        return bones, cached[3], cached[4]
+    if cached is not None and cached[0] is channels and cached[1] == len(bones):
+        for i, name in cached[2]:
+            if bones[i].name != name:
+                break
+        else:
+            return bones, cached[3], cached[4]
     indices = _bone_indices(obj, channels)
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(channels):
@@ -179,8 +182,12 @@ def _layout(obj, channels: list[JointChannel]):
     return bones, paths, scales
 
 
-def read_joint_values(obj, robot: RobotModel) -> np.ndarray:
-    """The configuration vector the rig shows (robot.actuated_joint_names order), radians/metres."""
+def read_joint_values(obj, robot: RobotModel, keep: dict | None = None) -> np.ndarray:
+    """The configuration vector the rig shows (robot.actuated_joint_names order), radians/metres.
+
+    `keep`: a dict that receives the channel arrays read (every bone's), for a
+    `write_joint_values(..., read=keep)` straight after, with nothing written to the rig between
+    (a live frame reads, solves and writes: the write then does not read them again)."""
     channels = actuated_channels(robot)
     q = np.zeros(len(channels))
     if not channels:
@@ -194,7 +201,12 @@ def read_joint_values(obj, robot: RobotModel) -> np.ndarray:
             continue
         values = np.empty(count * width, dtype=np.float32)
         bones.foreach_get(path, values)
-        q[positions] = values.reshape(count, width)[indices, components].astype(float) / scales
+        values = values.reshape(count, width)
+        q[positions] = values[indices, components] / scales
+        if keep is not None:
+            keep[path] = values
+    if keep is not None:
+        keep[None] = (obj.as_pointer(), count)
     return q
 
 
@@ -203,36 +215,37 @@ def clamp_to_limits(robot: RobotModel, q: np.ndarray) -> np.ndarray:
     return np.minimum(np.maximum(q, robot.lower), robot.upper)
 
 
-def write_joint_values(obj, robot: RobotModel, q) -> np.ndarray:
+def write_joint_values(obj, robot: RobotModel, q, read: dict | None = None) -> np.ndarray:
     """Pose the rig at configuration q (clamped to the limits); returns what was written.
 
-    Refuses non-finite values rather than ever putting a NaN on a bone.
+    Refuses non-finite values rather than ever putting a NaN on a bone. `read`: the `keep` of
+    the `read_joint_values` of this rig just before (its arrays are written, not read again).
     """
     channels = actuated_channels(robot)
     q = np.asarray(q, dtype=float)
     if q.shape != (len(channels),):
         raise KinemaError(f"expected {len(channels)} joint values for '{robot.name}', got shape {q.shape}")
     if not np.isfinite(q).all():
-        bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(q))]
-        raise KinemaError(f"refusing non-finite joint values for {', '.join(bad)}")
-    q = clamp_to_limits(robot, q)
+        _refuse_unholdable(robot, q, np.ones(len(q)))
+    q = np.minimum(np.maximum(q, robot.lower), robot.upper)  # clamp_to_limits
     if not channels:
         return q
     bones, paths, all_scales = _layout(obj, channels)
-    with np.errstate(over="ignore"):
-        written = (all_scales * q).astype(np.float32)
-    if not np.isfinite(written).all():  # the one place joint values reach bones: never NaN or inf
-        bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(written))]
-        raise KinemaError(f"refusing joint values Blender cannot hold (beyond float32) for {', '.join(bad)}")
+    if not (np.abs(all_scales * q) < _FLOAT32_MAX).all():  # the one place joint values reach bones: never inf
+        _refuse_unholdable(robot, q, all_scales)
     count = len(bones)
+    if read is not None and read.get(None) != (obj.as_pointer(), count):
+        read = None
     for path, width, positions, indices, components, scales in paths:
         if path == SLIDE:
             for i, bone, scale in zip(positions.tolist(), indices.tolist(), scales.tolist()):
                 bones[bone][SLIDE_KEY] = scale * q[i]
             continue
-        values = np.empty(count * width, dtype=np.float32)
-        bones.foreach_get(path, values)
-        values = values.reshape(count, width)
+        values = None if read is None else read.get(path)
+        if values is None:
+            values = np.empty(count * width, dtype=np.float32)
+            bones.foreach_get(path, values)
+            values = values.reshape(count, width)
         values[indices, components] = scales * q[positions]
         bones.foreach_set(path, values.ravel())
     # The pose channels changed, nothing else: a full `update_tag()` (every recalc flag) makes the
@@ -240,6 +253,20 @@ def write_joint_values(obj, robot: RobotModel, q) -> np.ndarray:
     # cost of a transform tag, for the same evaluated pose (tests/blender/test_live_ik.py).
     obj.update_tag(refresh={"OBJECT"})
     return q
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _refuse_unholdable(robot: RobotModel, q: np.ndarray, scales: np.ndarray) -> None:
+    """Raise the one line that names the joints whose values cannot reach a bone."""
+    if not np.isfinite(q).all():
+        bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~np.isfinite(q))]
+        raise KinemaError(f"refusing non-finite joint values for {', '.join(bad)}")
+    bad = [robot.actuated_joint_names[i] for i in np.flatnonzero(~(np.abs(scales * q) < _FLOAT32_MAX))]
+    if bad:
+        raise KinemaError(f"refusing joint values Blender cannot hold (beyond float32) for {', '.join(bad)}")
+
 
 
 def set_joint_value(obj, robot: RobotModel, joint_name: str, value: float) -> float:

@@ -326,3 +326,80 @@ def _options(step, robot):
 
     held = frozenset(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
     return replace(step.options, backend=step.backend, held_joints=held)
+
+
+def test_a_live_frame_on_the_lean_path_gives_the_answer_of_run_step(blender):
+    """The evaluator's lean frame (a plain step: targets straight into a Solver) against
+    `Program.run_step` on the same rig state, along a keyed scrub of a UR3 (not used elsewhere):
+    the same joints within 1e-9 and the same readout, and the lean path is the one that ran."""
+    from kinema_nodes import evaluator
+
+    bpy = blender
+    rig = _import(bpy, "ur3")
+    robot = _robot(rig)
+    start = np.clip(np.array([0.3, -1.2, 1.4, -1.6, -1.5, 0.4]), robot.lower, robot.upper)
+    _pose(rig, start)
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    end = np.clip(start + np.array([0.35, -0.25, 0.3, 0.2, -0.3, 0.25]), robot.lower, robot.upper)
+    _keyframe_control_along(bpy, rig, target, [start, end], [1, 10])
+    solver.live = False  # the frames below are solved by hand, both ways, from the same rig state
+    for frame in range(1, 11):
+        bpy.context.scene.frame_set(frame)
+        program = evaluator.program_for(tree)
+        step = program.steps[0]
+        general = program.run_step(step, evaluator.frame_inputs(tree, program, step, frame), evaluator._live_solve)
+        (lean,) = evaluator.run_tree(tree, frame, force=True)
+        assert evaluator._leans[(tree.as_pointer(), step.node)][2] is not None
+        assert general.converged and lean.converged, (frame, general.summary, lean.summary)
+        np.testing.assert_allclose(lean.joints, general.joints, rtol=0, atol=1e-9)
+        assert lean.summary == general.summary and lean.solved_links == general.solved_links
+        bpy.context.view_layer.update()  # evaluate the write (Live IK is off: no handler solves)
+        _assert_reaches(rig, target)
+
+
+def test_edits_made_by_a_script_between_frames_are_seen_while_the_snapshot_is_skipped(blender):
+    """Scrubbing with nothing changed skips the tree snapshot; an edit a script makes between two
+    frame_set calls (no depsgraph update in between) still reaches the next frame: a setting
+    (its callback marks the tree), a renamed rig, a keyed setting on the tree, a rig removed."""
+    from kinema_nodes import evaluator
+
+    bpy = blender
+    rig = _import(bpy, "ur3")
+    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    robot = _robot(rig)
+    q = _joints(rig)
+    _keyframe_control_along(bpy, rig, target, [q, q + 0.2 * np.sign(robot.upper - q)], [1, 20])
+    for frame in range(1, 5):
+        bpy.context.scene.frame_set(frame)
+    key = tree.as_pointer()
+    assert evaluator._validated[key][1], "a plain, unanimated tree may skip its snapshot"
+    program = evaluator.compiled_program(tree)
+    bpy.context.scene.frame_set(5)
+    assert evaluator.compiled_program(tree) is program  # nothing changed: the same compiled Program
+
+    solver.position_tolerance = 2e-5
+    bpy.context.scene.frame_set(6)
+    assert evaluator.compiled_program(tree).steps[0].options.position_tolerance == pytest.approx(2e-5)
+
+    rig.name = "Renamed Arm"
+    bpy.context.scene.frame_set(7)
+    assert evaluator.compiled_program(tree).steps[0].rig == "Renamed Arm"
+    assert solver.summary.startswith("converged"), solver.summary
+    _assert_reaches(rig, target)
+
+    target.position_weight = 0.5
+    target.keyframe_insert("position_weight", frame=8)
+    target.position_weight = 1.0
+    target.keyframe_insert("position_weight", frame=10)
+    for frame, weight in ((8, 0.5), (10, 1.0)):
+        bpy.context.scene.frame_set(frame)
+        assert evaluator.compiled_program(tree).steps[0].targets[0].position_weight == pytest.approx(weight)
+
+    tree.animation_data_clear()
+    bpy.context.scene.frame_set(11)
+    bpy.context.scene.frame_set(12)
+    bpy.data.objects.remove(rig)
+    assert evaluator.run_tree(tree, 13) == []  # the rig is gone: nothing to solve, and no error
