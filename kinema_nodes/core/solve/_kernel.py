@@ -1040,6 +1040,10 @@ def frame_floats(chain: KernelChain, tol_p: float, tol_r: float, max_iterations:
 _LEAVES = ("workspace_size", "_workspace", "_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
            "_cholesky", "_damped_solve", "_min_norm", "_converged", "_descend", "_family_error", "_toward",
            "_return_to_family", "_settle", "_solve_rows", "_unpack", "_packed_rows", "_frame")
+#: Leaves numba splices into their callers: a call of a compiled function takes a reference
+#: (an atomic count increment and decrement) on every array it is handed, and these run per
+#: joint or per evaluation, where the counting was a fifth of a tracking frame.
+_INLINED = ("_forward", "_tip", "_rotation_error", "_add_column")
 _lock = threading.Lock()
 _numpy_form: types.FunctionType | None = None
 _numba_form = None
@@ -1096,7 +1100,8 @@ def _build_numba() -> None:
             clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
             clone.__module__ = __name__
             clone.__qualname__ = original.__qualname__
-            namespace[name] = numba.njit(cache=True, nogil=True)(clone)
+            inline = "always" if name in _INLINED else "never"
+            namespace[name] = numba.njit(cache=True, nogil=True, inline=inline)(clone)
         run = namespace["_packed_rows"]
         ints, floats = _buffers(_example_chain())
         targets = np.zeros((1, 1, 14))
