@@ -7,7 +7,8 @@ no new branch. On an arm without a spare joint each new branch also seeds its sh
 and wrist flips, and every combination of them, in the next round (the current pose's, when
 it reaches the target, in the first); a flip that negates the elbow or the wrist's middle
 joint first settles with that joint held, so it starts beside the other branch instead of
-running into a limit. Before the last comparison the branches are polished toward their exact
+running into a limit, and two seeds a short step from it (`NEIGHBOURS`), for a branch beside it
+at a singularity. Before the last comparison the branches are polished toward their exact
 solution (`POLISH_TOLERANCE`), so two answers of one branch beside a singularity meet.
 
 What "distinct" means (a different branch, not a nearby point):
