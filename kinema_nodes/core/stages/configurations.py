@@ -64,6 +64,10 @@ RESCUE_ITERATIONS = 60
 #: 7 of 12 random streams without them, 11 of 12 with).
 NEIGHBOURS = 2
 NEIGHBOUR_RAD = 0.2
+#: On an arm without a spare joint a seed gives up after this many iterations without halving
+#: its error (the kernel's own window: 10); one near a solution goes on (RESCUE_ERROR). UR5,
+#: seeds 2026 and 7: the same branches found with 21 % fewer kernel iterations; 4 lost one.
+SEED_STALL = 5
 #: Iterations a flip seed settles with its flipped joint held (`_settle_flips`), and how near
 #: (rad) a settled seed may come to a branch already found before it is dropped.
 SETTLE_ITERATIONS = 6
@@ -243,7 +247,7 @@ def find_configurations(
         # A settled flip already on a branch found (or on another settled flip) adds nothing.
         seeds = seeds[_new_branch_rows(robot, seeds, found, SETTLED_KNOWN, wrapping)]
         seeds = np.concatenate([seeds, _random_seeds(problem, current, seeds_per_round, rng)])
-        q, ok = descend_seeds(seeds, stall=REDUNDANT_STALL if spare is not None else None)
+        q, ok = descend_seeds(seeds, stall=REDUNDANT_STALL if spare is not None else SEED_STALL)
         q = q[ok]
         misses = np.zeros(len(q))
         if spare is not None and len(q):
