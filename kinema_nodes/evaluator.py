@@ -8,6 +8,8 @@ nothing.
 
 from __future__ import annotations
 
+import math
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -176,10 +178,16 @@ def _preferences_budget():
 
 
 def _robot_node_of(program: Program, step) -> str | None:
-    for node in program.spec.of_kind("robot"):
-        if node.get("rig") == step.rig:
-            return node.name
-    return None
+    """The Robot node a step's rig comes from (looked up once per compiled Program: every frame asks)."""
+    found = _ROBOT_NODES.get(program)
+    if found is None:
+        found = _ROBOT_NODES[program] = {}
+    if step.node not in found:
+        found[step.node] = next((node.name for node in program.spec.of_kind("robot") if node.get("rig") == step.rig), None)
+    return found[step.node]
+
+
+_ROBOT_NODES = weakref.WeakKeyDictionary()  # Program -> {solver path: its Robot node}
 
 
 # ---- one frame -------------------------------------------------------------------------
@@ -471,19 +479,22 @@ def _lean_goal(node, rig):
     """(position, wxyz, what the fingerprint keeps) of a target's control: `pose_to_target` of
     `control_pose`, read straight from the bone when the control is a bone of the rig (the
     default), or None when the control has no usable pose (the general path says why)."""
-    from .core.graph.program import _single_quaternion, pose_to_target
+    from .core.graph.program import single_quaternion
 
-    if node.control_object == rig and node.control_bone and rig.pose is not None:
-        bone = rig.pose.bones.get(node.control_bone)
+    bone_name = node.control_bone
+    if bone_name and node.control_object == rig:
+        bone = rig.pose.bones.get(bone_name)
         if bone is None:
             return None
-        matrix = bone.matrix
-        rows = (matrix[0][:], matrix[1][:], matrix[2][:])
-        wxyz = _single_quaternion(rows)
+        r0, r1, r2, _ = bone.matrix
+        rows = (r0[:], r1[:], r2[:])
+        wxyz = single_quaternion(rows)
         position = (rows[0][3], rows[1][3], rows[2][3])
-        if wxyz is None or not all(np.isfinite(position)):
+        if wxyz is None or not (math.isfinite(position[0]) and math.isfinite(position[1]) and math.isfinite(position[2])):
             return None
         return position, wxyz, rows
+    from .core.graph.program import pose_to_target
+
     pose = control_pose(node, rig)
     if pose is None or not np.isfinite(pose).all():
         return None
@@ -606,10 +617,30 @@ def run_all(scene=None, *, force: bool = False) -> None:
     _running = True
     try:
         frame = scene.frame_current if scene is not None else None
-        for tree in kinema_trees():
+        for tree in _trees_to_run():
             run_tree(tree, frame, force=force)
     finally:
         _running = False
+
+
+_trees_memo = None  # (generation, node group count, the Kinema trees' names)
+
+
+def _trees_to_run() -> list:
+    """`kinema_trees()`, found by name while no node group was added or removed and nothing was
+    reported changed (every frame runs this; the scan looks at every node group of the file)."""
+    global _trees_memo
+    import bpy
+
+    groups = bpy.data.node_groups
+    memo = _trees_memo
+    if memo is not None and memo[0] == _generation and memo[1] == len(groups):
+        trees = [groups.get(name) for name in memo[2]]
+        if all(tree is not None and tree.bl_idname == TREE_IDNAME for tree in trees):
+            return trees
+    trees = kinema_trees()
+    _trees_memo = (_generation, len(groups), tuple(tree.name for tree in trees))
+    return trees
 
 
 def warm_up_tree(tree, *, wait: bool = True) -> float:

@@ -192,7 +192,7 @@ def read_joint_values(obj, robot: RobotModel, keep: dict | None = None) -> np.nd
     q = np.zeros(len(channels))
     if not channels:
         return q
-    bones, paths, _ = _layout(obj, channels)
+    bones, paths, all_scales = _layout(obj, channels)
     count = len(bones)
     for path, width, positions, indices, components, scales in paths:
         if path == SLIDE:
@@ -206,7 +206,7 @@ def read_joint_values(obj, robot: RobotModel, keep: dict | None = None) -> np.nd
         if keep is not None:
             keep[path] = values
     if keep is not None:
-        keep[None] = (obj.as_pointer(), count)
+        keep[None] = (obj.as_pointer(), channels, bones, paths, all_scales)
     return q
 
 
@@ -230,12 +230,15 @@ def write_joint_values(obj, robot: RobotModel, q, read: dict | None = None) -> n
     q = np.minimum(np.maximum(q, robot.lower), robot.upper)  # clamp_to_limits
     if not channels:
         return q
-    bones, paths, all_scales = _layout(obj, channels)
-    if not (np.abs(all_scales * q) < _FLOAT32_MAX).all():  # the one place joint values reach bones: never inf
-        _refuse_unholdable(robot, q, all_scales)
-    count = len(bones)
-    if read is not None and read.get(None) != (obj.as_pointer(), count):
+    layout = None if read is None else read.get(None)
+    if layout is not None and layout[0] == obj.as_pointer() and layout[1] is channels:
+        bones, paths, all_scales = layout[2:]  # the layout the read just checked
+    else:
+        bones, paths, all_scales = _layout(obj, channels)
         read = None
+    if not _within_float32(robot, all_scales) and not (np.abs(all_scales * q) < _FLOAT32_MAX).all():
+        _refuse_unholdable(robot, q, all_scales)  # the one place joint values reach bones: never inf
+    count = len(bones)
     for path, width, positions, indices, components, scales in paths:
         if path == SLIDE:
             for i, bone, scale in zip(positions.tolist(), indices.tolist(), scales.tolist()):
@@ -256,6 +259,15 @@ def write_joint_values(obj, robot: RobotModel, q, read: dict | None = None) -> n
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _within_float32(robot: RobotModel, scales: np.ndarray) -> bool:
+    """Every joint's limits, scaled onto its channel, fit in float32: a clamped value always does."""
+    cache = robot.cache("rig_channels")
+    if "within_float32" not in cache:
+        reach = np.maximum(np.abs(robot.lower), np.abs(robot.upper)) * np.abs(scales)
+        cache["within_float32"] = bool(np.isfinite(reach).all() and (reach < _FLOAT32_MAX).all())
+    return cache["within_float32"]
 
 
 def _refuse_unholdable(robot: RobotModel, q: np.ndarray, scales: np.ndarray) -> None:

@@ -83,14 +83,14 @@ def pose_to_target(pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A 4x4 control pose -> (position, wxyz), ignoring any scale on the control."""
     pose = np.asarray(pose, dtype=float)
     if pose.shape == (4, 4):
-        wxyz = _single_quaternion(pose[:3, :3].tolist())
+        wxyz = single_quaternion(pose[:3, :3].tolist())
         if wxyz is not None:
             return pose[:3, 3].copy(), np.array(wxyz)
     rotation = pose[:3, :3] / np.linalg.norm(pose[:3, :3], axis=0, keepdims=True)
     return pose[:3, 3].copy(), matrix_to_quaternion(rotation)
 
 
-def _single_quaternion(m: list) -> tuple[float, ...] | None:
+def single_quaternion(m: list) -> tuple[float, ...] | None:
     """`matrix_to_quaternion` of one 3x3 (columns scaled to unit length first) in plain floats:
     every live frame and bake frame converts its controls, and NumPy's batched form costs tens of
     microseconds on one matrix. None for a matrix it cannot take (a zero column, a non-finite
