@@ -617,30 +617,10 @@ def run_all(scene=None, *, force: bool = False) -> None:
     _running = True
     try:
         frame = scene.frame_current if scene is not None else None
-        for tree in _trees_to_run():
+        for tree in kinema_trees():
             run_tree(tree, frame, force=force)
     finally:
         _running = False
-
-
-_trees_memo = None  # (generation, node group count, the Kinema trees' names)
-
-
-def _trees_to_run() -> list:
-    """`kinema_trees()`, found by name while no node group was added or removed and nothing was
-    reported changed (every frame runs this; the scan looks at every node group of the file)."""
-    global _trees_memo
-    import bpy
-
-    groups = bpy.data.node_groups
-    memo = _trees_memo
-    if memo is not None and memo[0] == _generation and memo[1] == len(groups):
-        trees = [groups.get(name) for name in memo[2]]
-        if all(tree is not None and tree.bl_idname == TREE_IDNAME for tree in trees):
-            return trees
-    trees = kinema_trees()
-    _trees_memo = (_generation, len(groups), tuple(tree.name for tree in trees))
-    return trees
 
 
 def warm_up_tree(tree, *, wait: bool = True) -> float:

@@ -150,7 +150,7 @@ def _bone_indices(obj, channels: list[JointChannel]) -> np.ndarray:
         raise KinemaError(f"rig '{obj.name}' has no bone {exc}; re-import the robot") from None
 
 
-#: (rig, channel list) -> (channels, bone count, [(bone index, bone name)], per data path: (path,
+#: (rig, channel list) -> (channels, bone count, every bone's name in order, per data path: (path,
 #: width, channel positions, bone indices, components, scales), every channel's scale). Reading and writing the rig is every
 #: live frame's work; looking the bones up by name each time cost more than the writes.
 _LAYOUTS = LRU(32)
@@ -160,12 +160,8 @@ def _layout(obj, channels: list[JointChannel]):
     bones = obj.pose.bones
     key = (obj.as_pointer(), id(channels))
     cached = _LAYOUTS.get(key)
-    if cached is not None and cached[0] is channels and cached[1] == len(bones):
-        for i, name in cached[2]:
-            if bones[i].name != name:
-                break
-        else:
-            return bones, cached[3], cached[4]
+    if cached is not None and cached[0] is channels and bones.keys() == cached[2]:  # one call: every bone's name, in order
+        return bones, cached[3], cached[4]
     indices = _bone_indices(obj, channels)
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(channels):
@@ -176,9 +172,8 @@ def _layout(obj, channels: list[JointChannel]):
         paths.append((path, _CHANNEL_WIDTH.get(path, 1), positions, indices[positions],
                       np.array([channels[i].index for i in positions], dtype=np.int64),
                       np.array([channels[i].scale for i in positions], dtype=float)))
-    checks = [(int(i), c.bone) for i, c in zip(indices, channels)]
     scales = np.array([c.scale for c in channels], dtype=float)
-    _LAYOUTS.put(key, (channels, len(bones), checks, paths, scales))
+    _LAYOUTS.put(key, (channels, len(bones), bones.keys(), paths, scales))
     return bones, paths, scales
 
 
