@@ -151,7 +151,7 @@ def _bone_indices(obj, channels: list[JointChannel]) -> np.ndarray:
 
 
 #: (rig, channel list) -> (channels, bone count, every bone's name in order, per data path: (path,
-#: width, channel positions, bone indices, components, scales), every channel's scale). Reading and writing the rig is every
+#: width, channel positions, flat indices (bone index for a slide), scales), every channel's scale). Reading and writing the rig is every
 #: live frame's work; looking the bones up by name each time cost more than the writes.
 _LAYOUTS = LRU(32)
 
@@ -169,9 +169,11 @@ def _layout(obj, channels: list[JointChannel]):
     paths = []
     for path, positions in groups.items():
         positions = np.array(positions, dtype=np.int64)
-        paths.append((path, _CHANNEL_WIDTH.get(path, 1), positions, indices[positions],
-                      np.array([channels[i].index for i in positions], dtype=np.int64),
-                      np.array([channels[i].scale for i in positions], dtype=float)))
+        width = _CHANNEL_WIDTH.get(path, 1)
+        components = np.array([channels[i].index for i in positions], dtype=np.int64)
+        # where each channel sits in the flat foreach array of every bone's `path`
+        flat = indices[positions] * width + (components if width > 1 else 0)
+        paths.append((path, width, positions, flat, np.array([channels[i].scale for i in positions], dtype=float)))
     scales = np.array([c.scale for c in channels], dtype=float)
     _LAYOUTS.put(key, (channels, len(bones), bones.keys(), paths, scales))
     return bones, paths, scales
@@ -189,15 +191,14 @@ def read_joint_values(obj, robot: RobotModel, keep: dict | None = None) -> np.nd
         return q
     bones, paths, all_scales = _layout(obj, channels)
     count = len(bones)
-    for path, width, positions, indices, components, scales in paths:
+    for path, width, positions, flat, scales in paths:
         if path == SLIDE:
-            for i, bone, scale in zip(positions.tolist(), indices.tolist(), scales.tolist()):
+            for i, bone, scale in zip(positions.tolist(), flat.tolist(), scales.tolist()):
                 q[i] = slide_value(bones[bone]) / scale
             continue
         values = np.empty(count * width, dtype=np.float32)
         bones.foreach_get(path, values)
-        values = values.reshape(count, width)
-        q[positions] = values[indices, components] / scales
+        q[positions] = values[flat] / scales
         if keep is not None:
             keep[path] = values
     if keep is not None:
@@ -234,18 +235,17 @@ def write_joint_values(obj, robot: RobotModel, q, read: dict | None = None) -> n
     if not _within_float32(robot, all_scales) and not (np.abs(all_scales * q) < _FLOAT32_MAX).all():
         _refuse_unholdable(robot, q, all_scales)  # the one place joint values reach bones: never inf
     count = len(bones)
-    for path, width, positions, indices, components, scales in paths:
+    for path, width, positions, flat, scales in paths:
         if path == SLIDE:
-            for i, bone, scale in zip(positions.tolist(), indices.tolist(), scales.tolist()):
+            for i, bone, scale in zip(positions.tolist(), flat.tolist(), scales.tolist()):
                 bones[bone][SLIDE_KEY] = scale * q[i]
             continue
         values = None if read is None else read.get(path)
         if values is None:
             values = np.empty(count * width, dtype=np.float32)
             bones.foreach_get(path, values)
-            values = values.reshape(count, width)
-        values[indices, components] = scales * q[positions]
-        bones.foreach_set(path, values.ravel())
+        values[flat] = scales * q[positions]
+        bones.foreach_set(path, values)
     # The pose channels changed, nothing else: a full `update_tag()` (every recalc flag) makes the
     # depsgraph pass our write causes re-copy and re-evaluate the whole object, over twice the
     # cost of a transform tag, for the same evaluated pose (tests/blender/test_live_ik.py).
