@@ -7,9 +7,10 @@ no new branch. On an arm without a spare joint each new branch also seeds its sh
 and wrist flips, and every combination of them, in the next round (the current pose's, when
 it reaches the target, in the first); a flip that negates the elbow or the wrist's middle
 joint first settles with that joint held, so it starts beside the other branch instead of
-running into a limit, and two seeds a short step from it (`NEIGHBOURS`), for a branch beside it
-at a singularity. Before the last comparison the branches are polished toward their exact
-solution (`POLISH_TOLERANCE`), so two answers of one branch beside a singularity meet.
+running into a limit; a joint of two turns or more starts nearest the middle of its range, so
+the descent is not stopped by a limit the other way round is free of. Before the last
+comparison the branches are polished toward their exact solution (`POLISH_TOLERANCE`), so two
+answers of one branch beside a singularity meet.
 
 What "distinct" means (a different branch, not a nearby point):
 - Joints that can turn a full revolution or more (continuous joints, and revolute joints whose
@@ -50,21 +51,15 @@ SEEDS_PER_ROUND = 16
 SEEDS_PER_ROUND_REDUNDANT = 48
 MAX_ROUNDS = 6
 MIN_ROUNDS = 2
-#: Most kernel iterations per descent: the swings of a redundant arm (a seed that stops
-#: improving stops sooner).
+#: Most kernel iterations per descent: a flip's, and the swings of a redundant arm (a seed that
+#: stops improving stops sooner).
 ITERATIONS = 40
-#: Most iterations of a seed's own descent; one that then is within RESCUE_ERROR (m, rad) of
-#: the target goes on for up to RESCUE_ITERATIONS more.
+#: Most iterations of a random seed's descent; one that then is within RESCUE_ERROR (m, rad)
+#: of the target goes on for up to RESCUE_ITERATIONS more.
 SEED_ITERATIONS = 20
 RESCUE_ERROR = 1e-3
 RESCUE_ITERATIONS = 60
-#: On an arm without a spare joint each new branch also seeds NEIGHBOURS points NEIGHBOUR_RAD
-#: (rad) from it in random directions: beside a singularity two branches can lie 0.08 rad
-#: apart, the second with a basin too small for the random seeds (UR5, bench seed 7: found in
-#: 7 of 12 random streams without them, 11 of 12 with).
-NEIGHBOURS = 2
-NEIGHBOUR_RAD = 0.2
-#: On an arm without a spare joint a seed gives up after this many iterations without halving
+#: On an arm without a spare joint a random seed gives up after this many iterations without halving
 #: its error (the kernel's own window: 10); one near a solution goes on (RESCUE_ERROR). UR5,
 #: seeds 2026 and 7: the same branches found with 21 % fewer kernel iterations; 4 lost one.
 SEED_STALL = 5
@@ -204,11 +199,11 @@ def find_configurations(
                                            swivel_links=None if swivel is None else swivel_at[0], swivel=swivel, **patience)
         return q, converged(errors, arrays.weights, tol_p, tol_r)
 
-    def descend_seeds(seeds, stall=None):
+    def descend_seeds(seeds, iterations, stall=None):
         # A seed that ends near a solution (beside a singularity, where LM crawls) goes on, never
-        # giving up; the rest stop at SEED_ITERATIONS.
+        # giving up; the rest stop at `iterations`.
         patience = {} if stall is None else {"stall_window": stall}
-        q, errors, _, _, _ = descend_batch(problem, seeds, arrays, tol_p, tol_r, SEED_ITERATIONS, **patience)
+        q, errors, _, _, _ = descend_batch(problem, seeds, arrays, tol_p, tol_r, iterations, **patience)
         ok = converged(errors, arrays.weights, tol_p, tol_r)
         near = ~ok & (np.max(errors, axis=(1, 2)) <= RESCUE_ERROR)
         if near.any() and RESCUE_ITERATIONS:
@@ -246,8 +241,14 @@ def find_configurations(
         seeds = _settle_flips(robot, arrays, held, seeds, holds, tol_p, tol_r)
         # A settled flip already on a branch found (or on another settled flip) adds nothing.
         seeds = seeds[_new_branch_rows(robot, seeds, found, SETTLED_KNOWN, wrapping)]
-        seeds = np.concatenate([seeds, _random_seeds(problem, current, seeds_per_round, rng)])
-        q, ok = descend_seeds(seeds, stall=REDUNDANT_STALL if spare is not None else SEED_STALL)
+        drawn = _random_seeds(problem, current, seeds_per_round, rng)
+        if spare is None:
+            # A flip may have far to go (a folded elbow's other side): it keeps the full descent.
+            q, ok = descend_seeds(seeds, ITERATIONS)
+            q_drawn, ok_drawn = descend_seeds(drawn, SEED_ITERATIONS, SEED_STALL)
+            q, ok = np.concatenate([q, q_drawn]), np.concatenate([ok, ok_drawn])
+        else:
+            q, ok = descend_seeds(np.concatenate([seeds, drawn]), SEED_ITERATIONS, REDUNDANT_STALL)
         q = q[ok]
         misses = np.zeros(len(q))
         if spare is not None and len(q):
@@ -271,12 +272,6 @@ def find_configurations(
             # (the current pose's flips went into the first round)
             flipping = fresh[_new_branch_rows(robot, fresh, current[None], wrapping=wrapping)] if flipped_current else fresh
             pending.add_flips(_flipped(robot, flipping, flips), flips)
-            if NEIGHBOURS and len(fresh):
-                step = np.zeros((len(fresh) * NEIGHBOURS, robot.dof))
-                step[:, problem.free] = rng.normal(size=(len(step), len(problem.free)))
-                step *= NEIGHBOUR_RAD / np.maximum(np.linalg.norm(step, axis=1, keepdims=True), 1e-12)
-                for seed in np.clip(np.repeat(fresh, NEIGHBOURS, axis=0) + step, robot.lower, robot.upper):
-                    pending.add(seed, ())
         added += len(fresh)
         if round_index + 1 >= MIN_ROUNDS and added == 0:
             break
@@ -360,6 +355,10 @@ def _flipped(robot: RobotModel, branches: np.ndarray, flips) -> np.ndarray:
     middle = np.where(bounded, 0.5 * (np.where(bounded, robot.lower, 0.0) + np.where(bounded, robot.upper, 0.0)), seeds + 1.0)
     seeds = seeds + turned * np.where(seeds < middle, np.pi, -np.pi)
     seeds = np.where(negated, -seeds, seeds)
+    # A joint of two turns or more starts at its value nearest the middle of its range, so the
+    # descent can go either way: beside a limit the short way to the other branch runs into it.
+    centred = bounded & wraps(robot)
+    seeds = np.where(centred, middle + ((seeds - middle + np.pi) % (2 * np.pi) - np.pi), seeds)
     return np.clip(seeds, robot.lower, robot.upper).reshape(-1, robot.dof)
 
 
