@@ -504,7 +504,7 @@ def _lean_goal(node, rig):
     return tuple(position.tolist()), tuple(wxyz.tolist()), pose.tobytes()
 
 
-_POSTURES: dict = {}  # (stored posture text, robot) -> the posture when it names every joint, else None
+_POSTURES: dict = {}  # (stored posture text, robot fingerprint) -> the posture when it names every joint, else None
 
 
 def _lean_posture(solver, robot, frame: float, start):
@@ -515,7 +515,7 @@ def _lean_posture(solver, robot, frame: float, start):
         posture = _posture(solver, robot, frame, start)
         return None if posture is None or len(posture) != robot.dof else posture
     text = postures[0].joints
-    memo = (text, id(robot))
+    memo = (text, robot.fingerprint)
     if memo not in _POSTURES:
         posture = _posture(solver, robot, frame, np.full(robot.dof, np.nan))
         if len(_POSTURES) > 64:
