@@ -37,6 +37,7 @@ configuration that is the current pose is marked `current`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -149,14 +150,14 @@ def _new_branch_rows(robot: RobotModel, candidates: np.ndarray, found: np.ndarra
     wrapping = wraps(robot) if wrapping is None else wrapping
     pool = np.concatenate([found, candidates]) if len(found) else candidates
     near = np.max(np.abs(branch_difference(robot, candidates[:, None], pool[None], wrapping)), axis=-1) <= tolerance
-    kept: list[int] = []
-    taken = np.zeros(len(pool), dtype=bool)
-    taken[:len(found)] = True
     offset = len(pool) - len(candidates)
+    blocked = near[:, :offset].any(axis=1) if offset else np.zeros(len(candidates), dtype=bool)
+    among = near[:, offset:]
+    kept: list[int] = []
     for i in range(len(candidates)):
-        if not (near[i] & taken).any():
+        if not blocked[i]:  # no branch found and no candidate kept before it is this one
             kept.append(i)
-            taken[offset + i] = True
+            blocked |= among[:, i]
     return kept
 
 
@@ -344,11 +345,7 @@ def _flip_groups(robot: RobotModel, problem, held) -> list[tuple[tuple[int, ...]
 
 def _flipped(robot: RobotModel, branches: np.ndarray, flips) -> np.ndarray:
     """Every flip of every branch (B, n): (B * F, n), branch-major, in the order of `flips`."""
-    turned = np.zeros((len(flips), robot.dof))
-    negated = np.zeros((len(flips), robot.dof), dtype=bool)
-    for k, (turn, negate, _) in enumerate(flips):
-        np.add.at(turned[k], list(turn), 1.0)
-        np.logical_xor.at(negated[k], list(negate), True)
+    turned, negated = _flip_masks(robot.dof, tuple(flips))
     seeds = np.repeat(np.asarray(branches, dtype=float)[:, None], len(flips), axis=1)  # (B, F, n)
     # half a turn toward the middle of the joint's range (continuous: either way), then negate
     bounded = np.isfinite(robot.upper - robot.lower)
@@ -360,6 +357,17 @@ def _flipped(robot: RobotModel, branches: np.ndarray, flips) -> np.ndarray:
     centred = bounded & wraps(robot)
     seeds = np.where(centred, middle + ((seeds - middle + np.pi) % (2 * np.pi) - np.pi), seeds)
     return np.clip(seeds, robot.lower, robot.upper).reshape(-1, robot.dof)
+
+
+@lru_cache(maxsize=64)
+def _flip_masks(dof: int, flips: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(F, dof) half turns per joint, and whether it is negated (an odd count), of each flip."""
+    turned = np.zeros((len(flips), dof))
+    negated = np.zeros((len(flips), dof), dtype=bool)
+    for k, (turn, negate, _) in enumerate(flips):
+        np.add.at(turned[k], list(turn), 1.0)
+        np.logical_xor.at(negated[k], list(negate), True)
+    return turned, negated
 
 
 class _Seeds:
