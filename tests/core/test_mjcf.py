@@ -83,10 +83,42 @@ def worst_body_error(model, robot, n: int, seed: int) -> float:
 
 
 
-def robosuite_version() -> str:
-    from importlib.metadata import version
+def shell_inertia_model(path):
+    """MuJoCo's own compile with every mesh's inertia from its surface (its advice for thin meshes)."""
+    spec = mujoco.MjSpec.from_file(str(path))
+    for mesh in spec.meshes:
+        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
+    return spec.compile()
 
-    return version("robosuite")
+
+TINY_MESH_MJCF = """<mujoco model="tiny">
+  <asset><mesh name="chip" vertex="0 0 0  0.001 0 0  0 0.001 0  0 0 0.000001"/></asset>
+  <worldbody>
+    <body name="base">
+      <geom type="box" size="0.05 0.05 0.05"/>
+      <body name="arm" pos="0 0 0.1">
+        <joint name="j1" type="hinge" axis="0 0 1" range="-1 1"/>
+        <geom type="mesh" mesh="chip"/>
+        <body name="tip" pos="0.2 0 0" quat="0.9 0.1 0.3 0.2">
+          <joint name="j2" type="hinge" axis="0 1 0" range="-1 1"/><geom type="sphere" size="0.01"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_a_model_mujoco_refuses_for_a_too_light_mesh_loads_with_shell_inertia(tmp_path):
+    """MuJoCo refuses a moving body whose only mesh has almost no volume (its mass and inertia);
+    the reader compiles it again with shell inertia (what MuJoCo advises), which changes masses
+    only: the kinematics match MuJoCo's own FK of that compile within 1e-9."""
+    path = tmp_path / "tiny.xml"
+    path.write_text(TINY_MESH_MJCF)
+    with pytest.raises(ValueError, match="mass and inertia"):
+        mujoco.MjModel.from_xml_path(str(path))
+    robot = load_robot(path)
+    assert robot.actuated_joint_names == ["j1", "j2"]
+    assert worst_body_error(shell_inertia_model(path), robot, 200, seed=3) <= 1e-9
 
 
 @pytest.mark.parametrize("name", ROBOSUITE_ROBOTS)
@@ -94,8 +126,8 @@ def test_robosuite_robot_fk_matches_mujoco_within_1e_9(name):
     path = robosuite_robot(name)
     try:
         model = mujoco.MjModel.from_xml_path(str(path))
-    except ValueError as exc:  # robosuite 1.5.1's Sawyer (the newest on Python 3.13 with numpy 2)
-        pytest.skip(f"MuJoCo's own compiler refuses this robosuite {robosuite_version()} asset: {exc}")
+    except ValueError:  # robosuite 1.5.1's Sawyer (the newest on Python 3.13 with numpy 2): "mesh volume is too small"
+        model = shell_inertia_model(path)
     robot = load_robot(path)
     bodies = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
     assert set(bodies) <= set(robot.links)

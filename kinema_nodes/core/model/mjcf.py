@@ -102,8 +102,28 @@ def _compile(path: Path):
         model = mujoco.MjModel.from_xml_path(str(path.absolute()))
     except Exception as exc:  # noqa: BLE001  (MuJoCo's compiler raises ValueError, sometimes others)
         message = " ".join(str(exc).split()) or type(exc).__name__
-        raise RobotFileError(path, f"MuJoCo's compiler refused it: {message[:400]}") from None
+        model = _compiled_with_shell_inertia(mujoco, path) if _MASS_WORDS.search(message) else None
+        if model is None:
+            raise RobotFileError(path, f"MuJoCo's compiler refused it: {message[:400]}") from None
     return mujoco, model
+
+
+#: Compiler refusals about a mesh's volume or a body's mass: what the mesh inertia "shell" mends.
+_MASS_WORDS = re.compile(r"mesh volume is too small|mass and inertia|inertia", re.IGNORECASE)
+
+
+def _compiled_with_shell_inertia(mujoco, path: Path):
+    """The model compiled again with every mesh's inertia taken from its surface (MuJoCo's own
+    advice for thin or open meshes, e.g. robosuite 1.5.1's Sawyer head under MuJoCo 4), or None.
+    Only masses change; the kinematics read from the model and the meshes' placement (the
+    re-centring is undone from the compiled model's own offsets) are the same."""
+    try:
+        spec = mujoco.MjSpec.from_file(str(path.absolute()))
+        for mesh in spec.meshes:
+            mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
+        return spec.compile()
+    except Exception:  # noqa: BLE001  (the first refusal is the one reported)
+        return None
 
 
 class _Writer:
