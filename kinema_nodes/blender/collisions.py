@@ -4,11 +4,10 @@ model shown in the viewport.
 The world is read on every frame a solve needs it (an animated obstacle is where the frame puts
 it), in the robot's root frame (the rig's armature space). Each mesh is fitted once in its own
 frame (`core.model.obstacle_shapes`; refitted only when its vertices change, a modifier or a
-shape key); a frame then costs one matrix product per obstacle. Whether the vertices changed is
-asked of the depsgraph first: every time Blender evaluates an object's geometry anew (an edit, a
-modifier or shape key that plays) its evaluated mesh is a new one with a new `session_uid`
-(never reused in a session, unlike a memory address), so an unchanged obstacle is recognised by
-its names, shape choice and that number without reading a vertex. Mesh objects only: an empty or
+shape key); a frame then costs one matrix product per obstacle, and a read of its vertices
+through the position attribute and a hash of them. (Asking the depsgraph instead, by the
+evaluated mesh's `session_uid`, held on bpy 5.0 and failed on 5.3: there an edited mesh without
+modifiers keeps its number, so an edit went unseen. No cheaper sign of an edit is exposed.) Mesh objects only: an empty or
 a curve in the collection is passed over.
 
 A mesh object chooses how it is approximated with `kinema_collision_shape` (Auto, Box, Sphere,
@@ -32,16 +31,12 @@ SHAPE_ITEMS = [(name.upper(), label, text) for name, (label, text) in SHAPES.ite
 
 #: Fits by (mesh data, vertex hash, shape): an obstacle is refitted only when its vertices change.
 _FITS = LRU(256)
-#: (fits key, fits) by what is cheap to read (object, mesh, shape, evaluated geometry's session_uid):
-#: an obstacle whose geometry was not evaluated anew is neither read nor hashed again.
-_SEEN = LRU(256)
 #: Placed primitives by (object, fits, matrix): an obstacle that did not move is not placed again.
 _PLACED = LRU(256)
 
 
 def reset_caches() -> None:
     _FITS.clear()
-    _SEEN.clear()
     _PLACED.clear()
 
 
@@ -77,18 +72,7 @@ def local_fits(obj, depsgraph=None) -> list:
 
 
 def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
-    shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
-    evaluated = obj.evaluated_get(depsgraph) if depsgraph is not None else None
-    if evaluated is None or not evaluated.is_evaluated:
-        # nothing evaluated to ask (an object hidden in the viewport or in an excluded collection
-        # is not evaluated; its own mesh's session_uid never changes): read the vertices
-        return _read_fits(obj, depsgraph, shape)
-    cheap = (obj.name, obj.data.name, shape, evaluated.data.session_uid)
-    seen = _SEEN.get(cheap)
-    if seen is None:
-        seen = _read_fits(obj, depsgraph, shape)
-        _SEEN.put(cheap, seen)
-    return seen
+    return _read_fits(obj, depsgraph, getattr(obj, "kinema_collision_shape", "AUTO").lower())
 
 
 def _read_fits(obj, depsgraph, shape: str) -> tuple[tuple, list]:

@@ -402,10 +402,11 @@ def test_a_modifier_and_a_constraint_are_read_as_blender_evaluates_them(blender)
 
 
 def test_an_edited_obstacle_mesh_is_read_again_and_an_unchanged_one_keeps_its_fit(blender):
-    """Obstacles are recognised per frame by names, shape and the evaluated geometry's session_uid
-    (no vertex read while nothing changed): an edit through bpy, an edit-mode edit and a keyed
-    shape key each reach the next frame's world, and so does each edit to an obstacle Blender does
-    not evaluate (hidden: read every call); reverting the vertices finds the first fit."""
+    """Obstacles' vertices are read and hashed per frame, fitted only when they changed: an edit
+    through bpy, an edit-mode edit and a keyed shape key each reach the next frame's world, and
+    so does each edit to an obstacle Blender does not evaluate (hidden); reverting the vertices
+    finds the first fit. (A cache keyed on the evaluated mesh's session_uid missed the bpy edit on
+    bpy 5.3.)"""
     bpy = blender
     from kinema_nodes import evaluator
     from kinema_nodes.core.stages.collisions import Box
@@ -447,7 +448,7 @@ def test_an_edited_obstacle_mesh_is_read_again_and_an_unchanged_one_keeps_its_fi
     assert box_size() == pytest.approx([0.6, 0.2, 0.1], abs=1e-6)  # an edit-mode edit, on leaving edit mode
 
     # An obstacle Blender does not evaluate (hidden in the viewport, nothing depending on it): its
-    # own mesh's session_uid never changes, so its vertices are read on every call.
+    # own mesh is read.
     from kinema_nodes.blender.collisions import world_primitives
 
     spare = bpy.data.collections.new("Spare")
