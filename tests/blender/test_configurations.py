@@ -184,9 +184,21 @@ def test_configuration_node_index_picks_the_same_branch_on_every_frame(blender):
 
 # ---- the CLI ------------------------------------------------------------------------------
 
+_KERNEL_CACHED = []
+
+
 def _cli(*args):
+    """`kinema-nodes configs ...` in a fresh process. Once per session the compiled kernel is built
+    into the cache folder first, in a process of its own: `configs --render` waits for a kernel
+    build before it loads Blender (the two LLVMs), and on a machine that never built it (a fresh
+    CI leg, two workers compiling at once) that build alone took most of the 300 s given below."""
     import subprocess
 
+    if not _KERNEL_CACHED:
+        build = subprocess.run([sys.executable, "-c", "from kinema_nodes.core.solve import kernel_status; "
+                                "print(kernel_status(wait=True))"], capture_output=True, text=True, timeout=1200, check=False)
+        assert build.returncode == 0, build.stderr
+        _KERNEL_CACHED.append(build.stdout)
     return subprocess.run([sys.executable, "-m", "kinema_nodes", "configs", *args], capture_output=True, text=True,
                           timeout=300, check=False)
 
