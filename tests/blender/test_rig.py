@@ -261,8 +261,9 @@ def test_a_rig_from_before_the_slide_fix_is_moved_onto_the_custom_property(blend
     rig.key_joint_values(obj, robot, 1)
     # Turn it into the old layout: value, keys and drivers on the registered property.
     pose_bone = obj.pose.bones[bone]
-    pose_bone.kinema_slide = pose_bone[rig.SLIDE_KEY]
+    value = pose_bone[rig.SLIDE_KEY]
     del pose_bone[rig.SLIDE_KEY]
+    pose_bone.kinema_slide = value  # bpy 4.5 keeps registered and custom properties in one store, 5.x apart
     pose_bone.bone.kinema.data_path = rig.OLD_SLIDE
     new_path, old_path = pose_bone_path(bone, rig.SLIDE), pose_bone_path(bone, rig.OLD_SLIDE)
     for curve in fcurves(obj):
