@@ -24,6 +24,12 @@ def _blender_modules():
 
 
 def register() -> None:
+    import sys
+
+    if "bpy" not in sys.modules:
+        from .core.solve import wait_for_kernel_build
+
+        wait_for_kernel_build()
     import bpy
 
     for module in _blender_modules():

@@ -39,7 +39,7 @@ def robots():
 @pytest.fixture(scope="session")
 def blender_session():
     """The bpy module with the add-on registered for this process. A solver-kernel build that a
-    core test started finishes first: numba and Blender loading LLVM at once can deadlock."""
+    core test started finishes first: bpy loading while that thread imports numba deadlocks."""
     from kinema_nodes.core.solve import wait_for_kernel_build
 
     wait_for_kernel_build()

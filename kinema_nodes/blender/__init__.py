@@ -6,3 +6,10 @@ target, snap, key the Target Bone, swivel, find solutions), `rig` (the robot a r
 its joint values), `build` (URDF import), `baking`, `animation`, `groups`, `presets`, `render`,
 `limits` and `handlers`. Names with a leading underscore stay inside this folder.
 """
+
+import sys as _sys
+
+if "bpy" not in _sys.modules:  # a script or the CLI is about to load Blender's module through this folder
+    from ..core.solve import wait_for_kernel_build as _wait_for_kernel_build
+
+    _wait_for_kernel_build()

@@ -106,12 +106,12 @@ def render_contact_sheet(urdf, robot, link: str, target, configurations, filepat
     from PIL import Image, ImageDraw
 
     from .headless import blender_output_to_stderr, headless_blender
-    from ..blender.build import import_urdf
-    from ..blender.rig import robot_for_rig, write_joint_values
 
     filepath = Path(filepath).resolve()
-    bpy = headless_blender()
+    bpy = headless_blender()  # first: the search above may have started a kernel build
+    from ..blender.build import import_urdf
     from ..blender.render import frame_camera, render_workbench
+    from ..blender.rig import robot_for_rig, write_joint_values
 
     with blender_output_to_stderr():
         rig = import_urdf(bpy.context, str(urdf))

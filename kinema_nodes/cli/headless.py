@@ -19,7 +19,7 @@ def headless_blender(empty_file: bool = True):
     global _REGISTERED
     from ..core.solve import wait_for_kernel_build
 
-    wait_for_kernel_build()  # numba and Blender loading LLVM at once can deadlock (`demo` hung 1 run in 3)
+    wait_for_kernel_build()  # bpy loading while the kernel thread imports numba deadlocks (see its docstring)
     # Blender logs start-up notes (colour management, ...) as it imports and loads its first file.
     with _silenced():
         try:

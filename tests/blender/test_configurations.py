@@ -190,7 +190,7 @@ _KERNEL_CACHED = []
 def _cli(*args):
     """`kinema-nodes configs ...` in a fresh process. Once per session the compiled kernel is built
     into the cache folder first, in a process of its own: `configs --render` waits for a kernel
-    build before it loads Blender (the two LLVMs), and on a machine that never built it (a fresh
+    build before it loads Blender, and on a machine that never built it (a fresh
     CI leg, two workers compiling at once) that build alone took most of the 300 s given below."""
     import subprocess
 

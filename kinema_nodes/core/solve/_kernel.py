@@ -1181,8 +1181,11 @@ def kernel_summary() -> str:
 
 def wait_for_kernel_build() -> None:
     """Block while a numba build that an earlier solve started is still running. Call it before
-    importing Blender's module in a process that may have solved already: loading numba's and Blender's
-    libraries at the same time can deadlock (both carry LLVM)."""
+    importing Blender's module in a process that may have solved already. Loading bpy while the build
+    thread imports numba deadlocks (seen with gdb on bpy 5.3): bpy's USD library, initialising under
+    the dynamic loader's lock, gives up the GIL and waits to take it back, while the build thread
+    holds the GIL and waits on that loader lock to open one of numba's extension modules.
+    `kinema_nodes.blender` and `register()` call this before their first `import bpy`."""
     if _state == "compiling":
         _compiled(wait=True)
 

@@ -3,8 +3,8 @@ link, then every checked pair's signed distance, closest points and normal, in t
 and by the same formulas (segment to segment; segment to box by samples then golden-section
 steps; ground plane) as the NumPy form, so both give the same answers.
 
-Compiled on first use in the calling thread (never a background thread: numba and Blender both
-load LLVM, and loading them at once can deadlock), cached on disk in the Kinema cache folder
+Compiled on first use in the calling thread (never a background thread: a thread importing numba
+while Blender's module loads can deadlock, see `core.solve.wait_for_kernel_build`), cached on disk in the Kinema cache folder
 (`core.solve.cache_root()`/numba); where numba is missing or `KINEMA_NO_NUMBA` is set, the NumPy
 form serves.
 """
