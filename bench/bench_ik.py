@@ -29,10 +29,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.model.robot import load_robot
-from kinema_nodes.core.model.rotations import quaternion_to_matrix, rotation_angle_between
-from kinema_nodes.core.solve._bench import PRACTICAL, STRICT, cold_cases, run_benchmark
+from kinema_nodes.core.model.kinematics import link_pose  # noqa: E402
+from kinema_nodes.core.model.robot import load_robot  # noqa: E402
+from kinema_nodes.core.model.rotations import quaternion_to_matrix, rotation_angle_between  # noqa: E402
+from kinema_nodes.core.solve._bench import PRACTICAL, STRICT, cold_cases, run_benchmark  # noqa: E402
 
 ARMS = (("panda", "panda_hand"), ("ur5", "tool0"), ("xarm7", "link_eef"))
 HUMANOID = ("talos", ("arm_left_7_link", "arm_right_7_link", "leg_left_6_link", "leg_right_6_link"))

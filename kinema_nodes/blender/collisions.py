@@ -72,13 +72,11 @@ def local_fits(obj, depsgraph=None) -> list:
 
 
 def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
-    return _read_fits(obj, depsgraph, getattr(obj, "kinema_collision_shape", "AUTO").lower())
-
-
-def _read_fits(obj, depsgraph, shape: str) -> tuple[tuple, list]:
-    """Read and hash the vertices; fit them unless these very vertices were fitted before."""
+    """Read and hash the vertices; fit them unless these very vertices (with this shape choice)
+    were fitted before. Returns the cache key with the fits."""
     from ..core.model.obstacle_shapes import fit_local
 
+    shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
     mesh, release = _evaluated_mesh(obj, depsgraph)
     try:
         vertices = np.empty(len(mesh.vertices) * 3, dtype=np.float32)  # Blender's own type: a straight copy

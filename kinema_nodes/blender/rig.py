@@ -35,11 +35,12 @@ from ..core.lru import LRU
 from ..core.model.bones import bone_channel
 from ..core.model.robot import Joint, RobotModel, robot_from_urdf_text
 
+#: A skew slide lives in the custom property SLIDE_KEY. Rigs imported before the cycle fix kept it
+#: in a registered property of the same name, whose data path is OLD_SLIDE (`upgrade_slides` moves them).
+SLIDE_KEY = "kinema_slide"
 #: Channel data paths, by kind.
-EULER, LOCATION, AXIS_ANGLE, SLIDE = "rotation_euler", "location", "rotation_axis_angle", '["kinema_slide"]'
-#: The custom property a skew slide lives in, and the registered property rigs imported before
-#: the cycle fix used (`upgrade_slides` moves them).
-SLIDE_KEY = OLD_SLIDE = "kinema_slide"
+EULER, LOCATION, AXIS_ANGLE, SLIDE = "rotation_euler", "location", "rotation_axis_angle", f'["{SLIDE_KEY}"]'
+OLD_SLIDE = SLIDE_KEY
 #: How many floats each channel has per pose bone (for foreach_get/foreach_set).
 _CHANNEL_WIDTH = {EULER: 3, LOCATION: 3, AXIS_ANGLE: 4}
 
