@@ -33,7 +33,7 @@ _paused: set[tuple[int, str]] = set()
 #: outside a frame change: an edit in the UI, a rename; a file load; undo and redo). A tree that is
 #: not dirty, not animated and holds no group is not snapshotted again until it moves.
 _generation = 0
-_validated: dict[int, tuple[int, bool]] = {}  # tree -> (generation its program was checked at, may skip)
+_validated: dict[int, tuple[int, bool, float | None]] = {}  # tree -> (generation checked at, may skip, budget or None)
 
 
 def mark_dirty(tree) -> None:
@@ -384,10 +384,23 @@ _lean_serial = 0
 
 
 def _lean_step(tree, key: int, program: Program, step, was_dirty: bool):
+    """The step's _Lean, made again after anything could have changed it. One made again equal
+    to the last is the last (its serial too): every depsgraph update bumps the generation, our
+    own write brings one, and a new serial there would solve and write again, for ever."""
     memo = _leans.get((key, step.node))
     if memo is None or memo[0] is not program or memo[1] != _generation or was_dirty:
-        memo = _leans[(key, step.node)] = (program, _generation, _make_lean(tree, step))
+        lean = _make_lean(tree, step)
+        if memo is not None and memo[0] is program and not was_dirty and _same_lean(lean, memo[2]):
+            lean = memo[2]
+        memo = _leans[(key, step.node)] = (program, _generation, lean)
     return memo[2]
+
+
+def _same_lean(new, old) -> bool:
+    if new is None or old is None:
+        return False
+    return (new.targets, new.options, new.weights, new.links, new.static_links) == (
+        old.targets, old.options, old.weights, old.links, old.static_links)
 
 
 def _make_lean(tree, step):

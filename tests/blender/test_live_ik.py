@@ -403,3 +403,44 @@ def test_edits_made_by_a_script_between_frames_are_seen_while_the_snapshot_is_sk
     bpy.context.scene.frame_set(12)
     bpy.data.objects.remove(rig)
     assert evaluator.run_tree(tree, 13) == []  # the rig is gone: nothing to solve, and no error
+
+
+def test_an_edit_elsewhere_does_not_solve_the_rig_again(blender):
+    """Every depsgraph update (an edit anywhere: here another object moved) tells the evaluator
+    something may have changed. On the lean path, a frame whose inputs are those of the last one
+    answers from the last solve: it must not solve and write the rig again (each write is a
+    depsgraph pass of the rig too). Counted: rig writes over an unrelated edit and five idle
+    updates after the first solve settled, and the lean path is the one that ran. Must be 0."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender import rig as rig_module
+
+    bpy = blender
+    rig = _import(bpy, "ur3")
+    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    for _ in range(3):
+        _settle(bpy)
+    assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
+    writes = []
+    original = rig_module.write_joint_values
+
+    def counting_write(*args, **kwargs):
+        writes.append(1)
+        return original(*args, **kwargs)
+
+    other = bpy.data.objects.new("Something Else", None)
+    bpy.context.scene.collection.objects.link(other)
+    rig_module.write_joint_values = counting_write
+    evaluator._lean_imports = None  # the lean path looks its helpers up again
+    try:
+        other.location.x += 0.1
+        for _ in range(6):
+            bpy.context.view_layer.update()
+    finally:
+        rig_module.write_joint_values = original
+        evaluator._lean_imports = None
+        bpy.data.objects.remove(other)
+    assert len(writes) == 0, len(writes)
+    assert solver.summary.startswith("converged"), solver.summary
+    _assert_reaches(rig, target)
