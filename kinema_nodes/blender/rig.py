@@ -207,11 +207,6 @@ def read_joint_values(obj, robot: RobotModel, keep: dict | None = None) -> np.nd
     return q
 
 
-def clamp_to_limits(robot: RobotModel, q: np.ndarray) -> np.ndarray:
-    """q moved inside the joint limits (continuous joints are left as they are)."""
-    return np.minimum(np.maximum(q, robot.lower), robot.upper)
-
-
 def write_joint_values(obj, robot: RobotModel, q, read: dict | None = None) -> np.ndarray:
     """Pose the rig at configuration q (clamped to the limits); returns what was written.
 
@@ -224,7 +219,7 @@ def write_joint_values(obj, robot: RobotModel, q, read: dict | None = None) -> n
         raise KinemaError(f"expected {len(channels)} joint values for '{robot.name}', got shape {q.shape}")
     if not np.isfinite(q).all():
         _refuse_unholdable(robot, q, np.ones(len(q)))
-    q = np.minimum(np.maximum(q, robot.lower), robot.upper)  # clamp_to_limits
+    q = np.minimum(np.maximum(q, robot.lower), robot.upper)  # inside the limits (continuous joints have none)
     if not channels:
         return q
     layout = None if read is None else read.get(None)

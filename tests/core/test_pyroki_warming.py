@@ -158,3 +158,14 @@ def test_a_failed_background_build_is_said_once_and_numpy_keeps_answering(tmp_pa
     for _, reason in rows[1:]:
         assert reason.startswith("PyRoki could not be imported (") and "pyroki" in reason, reason
     assert done.stderr.count("PyRoki could not be imported") == 1, done.stderr[-3000:]
+
+
+def test_a_failure_with_many_lines_is_said_in_one_line():
+    """JAX's and XLA's errors often run over several lines; the Solver's readout and stderr get one."""
+    from kinema_nodes.core.solve._warming import failure_reason
+
+    said = failure_reason(RuntimeError("XLA compilation failed\n  in module jit_solve\n" + "x" * 1000))
+    assert "\n" not in said and len(said) <= 350, said
+    assert said.startswith("PyRoki failed (RuntimeError: XLA compilation failed in module jit_solve x"), said
+    assert failure_reason(ModuleNotFoundError("No module named 'jax'")) == (
+        "PyRoki could not be imported (ModuleNotFoundError: No module named 'jax')")

@@ -187,10 +187,10 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
             q_raw, iterations, _, over_budget = solve_pyroki(robot, problem, start, target_arrays, options, t0)
         except KinemaError:
             raise
-        except ImportError as exc:
-            backend, fallback_reason = "numpy", f"PyRoki could not be imported ({type(exc).__name__}: {exc})"
-        except Exception as exc:  # noqa: BLE001 - a JAX failure must not cost the user the frame
-            backend, fallback_reason = "numpy", f"PyRoki failed ({type(exc).__name__}: {exc})"
+        except Exception as exc:  # noqa: BLE001 - an import or JAX failure must not cost the user the frame
+            from ._warming import failure_reason
+
+            backend, fallback_reason = "numpy", failure_reason(exc)
     errors = None
     settled = False
     if q_raw is None:

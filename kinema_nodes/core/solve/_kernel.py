@@ -1157,11 +1157,6 @@ def frame_form():
     return None if _force_plain else (_frame_form if _compiled() is not None else None)
 
 
-def compiled_form():
-    """The compiled `_packed_rows` when it is ready (and not forced off by `plain_numpy`), else None."""
-    return None if _force_plain else _compiled()
-
-
 def kernel_status(wait: bool = False) -> tuple[str, str | None]:
     """("numba", None) when the compiled kernel runs here, else ("numpy", why). `wait`: block
     until a build in progress has finished (benchmarks, tests, a warm-up)."""

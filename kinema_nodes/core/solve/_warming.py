@@ -20,6 +20,7 @@ side uses this to re-run the live trees on its main thread. Nothing here imports
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ _exiting = False
 #: file read, a C call) it would wait the default 5 ms to get it back, and a Target Bone switch
 #: gives it up dozens of times. 0.5 ms keeps a frame at its usual cost; restored after.
 BUILD_SWITCH_INTERVAL_S = 0.0005
+_SWITCH_INTERVAL_S = sys.getswitchinterval()  # the process's own, read once
 
 
 class _Build:
@@ -110,10 +112,13 @@ def compiling_reason(build: _Build) -> str:
 
 
 def failure_reason(error: BaseException) -> str:
-    """The words `solve` uses for a PyRoki that cannot run (the same for a remembered failure)."""
+    """The words `solve` uses for a PyRoki that cannot run (the same for a remembered failure):
+    one line, however many lines the error has (JAX's and XLA's often have several)."""
+    said = " ".join(str(error).split())
+    said = said if len(said) <= 300 else said[:297] + "..."
     if isinstance(error, ImportError):
-        return f"PyRoki could not be imported ({type(error).__name__}: {error})"
-    return f"PyRoki failed ({type(error).__name__}: {error})"
+        return f"PyRoki could not be imported ({type(error).__name__}: {said})"
+    return f"PyRoki failed ({type(error).__name__}: {said})"
 
 
 def _ready_keys() -> list:
@@ -201,9 +206,9 @@ def solver_for(robot, links: tuple[str, ...]):
 
 def _work() -> None:
     global _worker
-    import sys
-
-    interval = sys.getswitchinterval()
+    # restored to the interval the process had before any build: reading it here could read the
+    # one a worker that is just finishing set, and keep that for good
+    interval = _SWITCH_INTERVAL_S
     sys.setswitchinterval(min(interval, BUILD_SWITCH_INTERVAL_S))
     try:
         while True:
