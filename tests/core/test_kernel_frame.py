@@ -148,3 +148,19 @@ def test_a_cold_solve_in_one_call_answers_as_the_general_path_to_the_bit(robots,
             assert result.converged and np.all(result.joints >= robot.lower) and np.all(result.joints <= robot.upper)
         answered += one_call is not None
     assert answered >= 36, answered
+
+
+def test_held_joints_given_as_a_plain_set_are_read_on_every_solve(robots):
+    """A plain set of held joints can change in place under one options object: the one-call path
+    (which keeps what it built per options object) leaves it to the general path, so the joint
+    held after the change stays at its start value (to the bit), and the first solve moved it."""
+    robot = robots("ur3")
+    q = np.array([0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    held = set()
+    options = SolveOptions(backend="numpy", held_joints=held)
+    goal = goals_at(robot, q + 0.05, ("tool0",))
+    first = solve(robot, goal, q, options)
+    assert first.converged and abs(first.joints[0] - q[0]) > 1e-3
+    held.add(robot.actuated_joint_names[0])
+    second = solve(robot, goal, q, options)
+    assert second.joints[0] == q[0], (second.joints[0], q[0])

@@ -109,6 +109,8 @@ def solve_frame(robot, targets, start, options, t0: float) -> SolveResult | None
     and found again by the options object, links and weights."""
     if _kernel.frame_form() is None:
         return None
+    if type(options.held_joints) is not frozenset:  # a plain set can change in place under one options object
+        return None
     if type(targets) is IKTarget:
         one = targets
     elif (type(targets) is list or type(targets) is tuple) and len(targets) == 1:
