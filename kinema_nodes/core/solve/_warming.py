@@ -53,6 +53,7 @@ class _Build:
         self.key = (robot.fingerprint, links)
         self.state = "queued"  # -> "running" -> done (removed from _builds) or "failed"
         self.error: BaseException | None = None
+        self.solver = None  # the program once built: its waiters take it even if the LRU dropped it since
         self.done = threading.Event()
         self.from_disk = _export_exists(robot, links)
 
@@ -198,10 +199,7 @@ def solver_for(robot, links: tuple[str, ...]):
         build.done.wait()
     if build.state == "failed":
         raise build.error.with_traceback(None)
-    solver = _ready(key)
-    if solver is None:  # built, then dropped from the LRU by other builds meanwhile: build again
-        return solver_for(robot, links)
-    return solver
+    return build.solver
 
 
 def _work() -> None:
@@ -234,6 +232,7 @@ def _run(build: _Build) -> None:
         solver.compile()
         with _lock:
             _solvers.put(build.key, solver)
+        build.solver = solver
         _record("from_disk" if solver.from_disk else "fresh", time.perf_counter() - t0)
         with _guard:
             _builds.pop(build.key, None)
