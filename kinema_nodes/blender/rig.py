@@ -167,6 +167,9 @@ def _layout(obj, channels: list[JointChannel]):
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(channels):
         groups.setdefault(c.data_path, []).append(i)
+    if SLIDE in groups and obj.library is None and any(
+            bones[channels[i].bone].bone.kinema.data_path == OLD_SLIDE for i in groups[SLIDE]):
+        upgrade_slides(obj)  # an old rig no file load has met: appended, or open when the add-on was enabled
     paths = []
     for path, positions in groups.items():
         positions = np.array(positions, dtype=np.int64)

@@ -244,9 +244,11 @@ def test_axes_off_the_coordinate_axes_still_move_exactly(blender, tmp_path):
         np.testing.assert_allclose(_pose(blender, obj, robot), link_poses(robot, q), atol=2e-6)
 
 
-def test_a_rig_from_before_the_slide_fix_is_moved_onto_the_custom_property(blender, tmp_path):
+@pytest.mark.parametrize("met_by", ["loading the file", "the first read"])
+def test_a_rig_from_before_the_slide_fix_is_moved_onto_the_custom_property(blender, tmp_path, met_by):
     """Rigs imported before the fix kept a skew slide in the registered `kinema_slide` property
-    (drivers and keys pointing there); loading the file moves them, value and keys included."""
+    (drivers and keys pointing there); loading the file moves them, value and keys included, and
+    so does the first read of a rig no load met (appended, or open when the add-on was enabled)."""
     from kinema_nodes.blender.animation import fcurves, pose_bone_path
     from kinema_nodes.blender.handlers import on_load
     from kinema_nodes.core.model.robot import load_robot
@@ -274,7 +276,11 @@ def test_a_rig_from_before_the_slide_fix_is_moved_onto_the_custom_property(blend
             for target in variable.targets:
                 if target.data_path == new_path:
                     target.data_path = old_path
-    on_load()
+    if met_by == "loading the file":
+        on_load()
+    else:
+        rig._LAYOUTS.clear()  # a rig never read in this session (an appended one is new to the cache)
+        np.testing.assert_allclose(rig.read_joint_values(obj, robot), q, atol=1e-6)
     assert pose_bone.bone.kinema.data_path == rig.SLIDE
     assert any(curve.data_path == new_path for curve in fcurves(obj))
     assert not any(curve.data_path == old_path for curve in fcurves(obj))
