@@ -1180,7 +1180,7 @@ def wait_for_kernel_build() -> None:
     thread imports numba deadlocks (seen with gdb on bpy 5.3): bpy's USD library, initialising under
     the dynamic loader's lock, gives up the GIL and waits to take it back, while the build thread
     holds the GIL and waits on that loader lock to open one of numba's extension modules.
-    `kinema_nodes.blender` and `register()` call this before their first `import bpy`."""
+    `kinema_nodes.blender` and `register()` call this before they load bpy."""
     if _state == "compiling":
         _compiled(wait=True)
 
