@@ -8,8 +8,9 @@ kernel solves, and the result says so (`fallback_reason`). A bake or a CLI solve
 program through `solver_for`, which waits: their answers come from the backend asked for.
 
 One build per key runs, whoever asked first: a waiting caller joins a build in flight (or
-takes over one still queued) instead of starting a second. Builds run one at a time in one
-worker thread (two JAX compiles at once on a small machine only slow each other). A build that
+takes over one still queued) instead of starting a second. The worker thread runs its queue one
+build at a time (two JAX compiles at once on a small machine only slow each other); a caller
+that takes over a queued build compiles it on its own thread, beside the worker's. A build that
 failed is remembered: it is said once on stderr, and every later ask gets the same exception
 at once, so the NumPy fallback keeps answering without paying a failed trace every frame.
 

@@ -177,9 +177,12 @@ def find_configurations(
     Joints outside the chain and held joints (and, with `hold_prismatic`, every slide: rails
     and fingers move by hand) keep their values from `current`.
 
-    Every round's seeds go through the compiled kernel in one batch (`core.solve.descend_batch`):
-    the first round's are the current pose and, on an arm without a spare joint, its branch
-    flips; each round adds random seeds and the flips of what the round before found."""
+    Every round's seeds go through the compiled kernel in batches (`core.solve.descend_batch`;
+    on an arm without a spare joint the flips and the random seeds apart, with their own
+    iteration budgets, and a seed that ends near a solution goes on in a rescue batch): the
+    first round's are the current pose and, on an arm without a spare joint when the current pose
+    reaches the target, its branch flips; each round adds random seeds and the flips of what the
+    round before found. On such an arm the branches are polished before the last comparison."""
     from ..solve import SolveOptions, check_start, check_targets, converged, descend_batch, problem_for
     from .swivel import has_spare_joint, swivel_links
 
@@ -194,10 +197,9 @@ def find_configurations(
     if seeds_per_round is None:
         seeds_per_round = SEEDS_PER_ROUND if spare is None else SEEDS_PER_ROUND_REDUNDANT
 
-    def descend(seeds, swivel=None, stall=None):
-        patience = {} if stall is None else {"stall_window": stall}
+    def descend(seeds, swivel=None):
         q, errors, _, _, _ = descend_batch(problem, seeds, arrays, tol_p, tol_r, ITERATIONS,
-                                           swivel_links=None if swivel is None else swivel_at[0], swivel=swivel, **patience)
+                                           swivel_links=None if swivel is None else swivel_at[0], swivel=swivel)
         return q, converged(errors, arrays.weights, tol_p, tol_r)
 
     def descend_seeds(seeds, iterations, stall=None):

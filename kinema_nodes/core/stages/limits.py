@@ -136,8 +136,9 @@ def _fill_ends(values: np.ndarray, first: int, last: int) -> np.ndarray:
 def step_velocity(joints: np.ndarray, fps: float, frames: np.ndarray | None = None) -> np.ndarray:
     """(F-1, n) the speed of each step into frame k = 1..F-1, ``(q[k] - q[k-1]) * fps``, signed;
     divided by the step's length in frames when `frames` (the frame numbers) are given, so a bake
-    over a range with gaps is not read as faster than it is. The one velocity `derivatives` (the
-    limit check) and `core.bake.check_bake` (the too-fast flag) both read."""
+    over a range with gaps is not read as faster than it is. The one velocity formula that
+    `derivatives` (the limit check, which reads every frame of its range, so no gaps) and
+    `core.bake.check_bake` (the too-fast flag, with its frame numbers) both use."""
     q = np.asarray(joints, dtype=float)
     velocity = np.diff(q, axis=0) * fps
     if frames is not None:
