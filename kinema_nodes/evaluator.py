@@ -426,10 +426,7 @@ def _lean_link(node, robot, static: bool) -> str:
     """IKTargetNode.link_at_frame for a target with nothing wired into Link."""
     if not static:
         return node.link_at_frame(robot)
-    index = node.link_index
-    if 0 < index <= len(robot.links):
-        return robot.links[index - 1]
-    return node.link_name or robot.tool_point
+    return node.link_for_index(robot, node.link_index)
 
 
 def _run_lean(tree, key: int, step, solver, rig, lean: _Lean, frame, force: bool, was_dirty: bool):

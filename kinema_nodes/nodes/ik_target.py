@@ -69,7 +69,11 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
         switched = self.switched_link(frame)
         if switched and switched in robot.links:
             return switched
-        index = self.keyed_link_index(frame)
+        return self.link_for_index(robot, self.keyed_link_index(frame))
+
+    def link_for_index(self, robot, index: int) -> str:
+        """The link a Target Bone index picks (1-based; 0 or out of range: Target Bone by name,
+        else the tool point)."""
         if 0 < index <= len(robot.links):
             return robot.links[index - 1]
         return self.link_name or robot.tool_point
