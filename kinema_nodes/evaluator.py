@@ -324,35 +324,47 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
         solver = node_by_path(tree, step.node)
         if not force and (not solver.live or solver.over_budget or (key, step.node) in _paused):
             continue
-        rig = rig_object(tree, program, step)
-        lean = _lean_step(tree, key, program, step, was_dirty) if values is None else None
-        if lean is not None:
-            result = _run_lean(tree, key, step, solver, rig, lean, frame, force, was_dirty)
-            if result is not _GENERAL:
-                if result is not None:
-                    results.append(result)
-                continue
-        inputs = frame_inputs(tree, program, step, frame)
-        for name, extra in (values or {}).items():
-            if name in step.passthrough:
-                inputs.values[name] = {**inputs.values.get(name, {}), **extra}
-        fingerprint = _fingerprint(inputs, program, step)
-        if not force and not was_dirty and _last_inputs.get((key, step.node)) == fingerprint:
-            shown = _readouts.get((solver.id_data.as_pointer(), solver.name))
-            if shown is not None:  # the same inputs: the last answer is this frame's answer
-                shown["frame"] = int(frame)
-            continue
         try:
-            result = program.run_step(step, inputs, _live_solve)
-        except KinemaError as exc:
+            result = _run_step(tree, key, program, step, solver, frame, force, was_dirty, values, write_joint_values)
+        except KinemaError as exc:  # the rig itself refused (a bone gone, a value it cannot hold): this step only
             result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
-        if result.joints is not None:
-            written = write_joint_values(rig, step.robot, result.joints)
-            inputs.starts[step.rig] = written
-        _last_inputs[(key, step.node)] = _fingerprint(inputs, program, step)
-        _show_readout(solver, step, result, force, int(frame), tree_key=key)
-        results.append(result)
+            _last_inputs.pop((key, step.node), None)
+            _show_readout(solver, step, result, force, int(frame), tree_key=key)
+        if result is not None:
+            results.append(result)
     return results
+
+
+def _run_step(tree, key, program, step, solver, frame, force, was_dirty, values, write_joint_values):
+    """One live step of `run_tree`: its StepResult, or None when nothing moved since its last frame."""
+    from .core.errors import KinemaError
+
+    rig = rig_object(tree, program, step)
+    lean = _lean_step(tree, key, program, step, was_dirty) if values is None else None
+    if lean is not None:
+        result = _run_lean(tree, key, step, solver, rig, lean, frame, force, was_dirty)
+        if result is not _GENERAL:
+            return result
+    inputs = frame_inputs(tree, program, step, frame)
+    for name, extra in (values or {}).items():
+        if name in step.passthrough:
+            inputs.values[name] = {**inputs.values.get(name, {}), **extra}
+    fingerprint = _fingerprint(inputs, program, step)
+    if not force and not was_dirty and _last_inputs.get((key, step.node)) == fingerprint:
+        shown = _readouts.get((solver.id_data.as_pointer(), solver.name))
+        if shown is not None:  # the same inputs: the last answer is this frame's answer
+            shown["frame"] = int(frame)
+        return None
+    try:
+        result = program.run_step(step, inputs, _live_solve)
+    except KinemaError as exc:
+        result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
+    if result.joints is not None:
+        written = write_joint_values(rig, step.robot, result.joints)
+        inputs.starts[step.rig] = written
+    _last_inputs[(key, step.node)] = _fingerprint(inputs, program, step)
+    _show_readout(solver, step, result, force, int(frame), tree_key=key)
+    return result
 
 
 # ---- the lean frame ------------------------------------------------------------------------
@@ -370,12 +382,12 @@ _leans: dict = {}  # (tree, solver path) -> (program, generation, _Lean | None)
 
 
 class _Lean:
-    __slots__ = ("targets", "options", "weights", "prepared", "links", "static_links", "serial")
+    __slots__ = ("targets", "options", "weights", "prepared", "links", "serial")
 
-    def __init__(self, targets, options, weights, links, static_links):
+    def __init__(self, targets, options, weights, links):
         global _lean_serial
         self.targets, self.options, self.weights = targets, options, weights
-        self.prepared, self.links, self.static_links = {}, links, static_links
+        self.prepared, self.links = {}, links
         _lean_serial += 1
         self.serial = _lean_serial  # in fingerprints: unlike id(), never reused by a later step
 
@@ -399,8 +411,7 @@ def _lean_step(tree, key: int, program: Program, step, was_dirty: bool):
 def _same_lean(new, old) -> bool:
     if new is None or old is None:
         return False
-    return (new.targets, new.options, new.weights, new.links, new.static_links) == (
-        old.targets, old.options, old.weights, old.links, old.static_links)
+    return (new.targets, new.options, new.weights, new.links) == (old.targets, old.options, old.weights, old.links)
 
 
 def _make_lean(tree, step):
@@ -417,9 +428,7 @@ def _make_lean(tree, step):
     held = frozenset(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
     options = replace(step.options, backend=step.backend, held_joints=held, posture=None, avoid=None)
     weights = tuple((t.position_weight, t.rotation_weight) for t in step.targets)
-    # a keyed Target Bone is read from its F-curve every frame; otherwise the index or the name
-    static_links = tree.animation_data is None
-    return _Lean(tuple(t.node for t in step.targets), options, weights, frozenset(robot.links), static_links)
+    return _Lean(tuple(t.node for t in step.targets), options, weights, frozenset(robot.links))
 
 
 def _lean_link(node, robot, static: bool) -> str:
@@ -448,7 +457,8 @@ def _run_lean(tree, key: int, step, solver, rig, lean: _Lean, frame, force: bool
     goals = [_lean_goal(node, rig) for node in targets]
     if None in goals:
         return _GENERAL
-    links = tuple(_lean_link(node, robot, lean.static_links) for node in targets)
+    static = tree.animation_data is None  # read each frame: a script may key the tree between frames
+    links = tuple(_lean_link(node, robot, static) for node in targets)
     arrays = {}
     start = read_joint_values(rig, robot, arrays)
     if not np.isfinite(start).all() or any(link not in lean.links for link in links):
@@ -461,10 +471,12 @@ def _run_lean(tree, key: int, step, solver, rig, lean: _Lean, frame, force: bool
         if shown is not None:  # the same inputs: the last answer is this frame's answer
             shown["frame"] = int(frame)
         return None
-    prepared = lean.prepared.get(links)
-    if prepared is None:
-        prepared = lean.prepared[links] = _prepared_solve(robot, links, lean.options, lean.weights)
-    try:
+    try:  # a link set `prepare` refuses (one no joint moves, two targets on one link) is said, as run_step says it
+        prepared = lean.prepared.get(links)
+        if prepared is None:
+            if len(lean.prepared) >= _PREPARED_KEPT:
+                lean.prepared.clear()
+            prepared = lean.prepared[links] = _prepared_solve(robot, links, lean.options, lean.weights)
         solved = prepared.solve([goal[0] for goal in goals], [goal[1] for goal in goals], start, posture)
     except KinemaError as exc:
         result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")

@@ -444,3 +444,68 @@ def test_an_edit_elsewhere_does_not_solve_the_rig_again(blender):
     assert len(writes) == 0, len(writes)
     assert solver.summary.startswith("converged"), solver.summary
     _assert_reaches(rig, target)
+
+
+def test_a_link_the_solver_refuses_is_said_on_the_lean_path_too(blender):
+    """Target Bone set to the root (a link no joint moves): the Solver says why, as the general
+    path does, and run_tree raises nothing (it used to raise the refusal on every frame)."""
+    from kinema_nodes import evaluator
+
+    bpy = blender
+    rig = _import(bpy, "ur3")
+    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    robot = _robot(rig)
+    target.link_index = 1  # robot.links[0]: the root
+    (result,) = evaluator.run_tree(tree, 1, force=True)
+    assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
+    assert result.joints is None and result.summary.startswith(f"cannot solve: link '{robot.links[0]}'"), result.summary
+
+
+def test_a_target_bone_keyed_by_a_script_between_frames_is_read_from_its_keys(blender):
+    """Keys put on the tree between two frame_set calls (no depsgraph update in between): the
+    lean path reads the Target Bone from its keys on the next frame, as link_at_frame does. The
+    tree is not the rig's kinema_tree here, so nothing else evaluates its animation."""
+    bpy = blender
+    rig = _import(bpy, "ur3")
+    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    robot = _robot(rig)
+    for frame in (1, 2, 3):
+        bpy.context.scene.frame_set(frame)
+    rig.kinema_tree = None
+    other = robot.links.index("ee_link") + 1
+    target.link_index = 0
+    target.keyframe_insert("link_index", frame=1)
+    target.link_index = other
+    target.keyframe_insert("link_index", frame=10)
+    target.link_index = 0
+    bpy.context.scene.frame_set(12)
+    assert target.link_at_frame(robot) == "ee_link"
+    assert solver.solving_to == "ee_link", solver.solving_to
+
+
+def test_a_rig_that_lost_a_bone_does_not_stop_the_other_trees(blender):
+    """A joint bone renamed on one rig: its Solver says why, and the other rig's tree still solves
+    in the same run (one refusing rig used to end the run of every tree after it)."""
+    from kinema_nodes import evaluator
+
+    bpy = blender
+    first, second = _import(bpy, "arm6"), _import(bpy, "arm6")
+    for rig in (first, second):
+        _pose(rig, [0.2, -1.2, 1.2, -0.5, 0.5, 0.0])
+    _settle(bpy)
+    tree_a, target_a, solver_a = _add_target(bpy, first)
+    tree_b, target_b, solver_b = _add_target(bpy, second)
+    _settle(bpy)
+    from kinema_nodes.blender.rig import joint_channel
+
+    robot = _robot(first)
+    first.data.bones[joint_channel(robot, robot.actuated_joint_names[2])[0]].name = "renamed by hand"
+    second.pose.bones[target_b.control_bone].location = (0.05, -0.03, 0.02)
+    evaluator.run_all(bpy.context.scene, force=True)
+    bpy.context.view_layer.update()
+    assert solver_a.summary.startswith("cannot solve") and "renamed" not in solver_a.summary, solver_a.summary
+    _assert_reaches(second, target_b)
