@@ -50,7 +50,8 @@ WAYS = {
 @pytest.mark.parametrize("way", list(WAYS))
 def test_blender_loads_only_after_the_kernel_thread_has_finished(way):
     pytest.importorskip("numba")
-    code = WATCH + WAYS[way] + "\nprint(json.dumps({'started': started, 'seen': seen}))\n"
+    # os._exit as the CLI ends: bpy 4.5 can hang in its own shutdown at process exit (cli/main.py)
+    code = WATCH + WAYS[way] + "\nprint(json.dumps({'started': started, 'seen': seen}), flush=True)\nimport os\nos._exit(0)\n"
     env = {k: v for k, v in os.environ.items() if k != "KINEMA_NO_NUMBA"}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, check=False)
     report = json.loads(run.stdout.strip().splitlines()[-1]) if run.stdout.strip() else None
