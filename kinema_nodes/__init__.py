@@ -24,12 +24,7 @@ def _blender_modules():
 
 
 def register() -> None:
-    import sys
-
-    if "bpy" not in sys.modules:
-        from .core.solve import wait_for_kernel_build
-
-        wait_for_kernel_build()
+    from . import blender  # noqa: F401 - first: importing it waits for a kernel build before bpy loads
     import bpy
 
     for module in _blender_modules():

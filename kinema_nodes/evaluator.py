@@ -308,7 +308,6 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
     import bpy
 
     from .core.errors import KinemaError
-    from .blender.rig import write_joint_values
 
     key = tree.as_pointer()
     was_dirty = key in _dirty
@@ -325,7 +324,7 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
         if not force and (not solver.live or solver.over_budget or (key, step.node) in _paused):
             continue
         try:
-            result = _run_step(tree, key, program, step, solver, frame, force, was_dirty, values, write_joint_values)
+            result = _run_step(tree, key, program, step, solver, frame, force, was_dirty, values)
         except KinemaError as exc:  # the rig itself refused (a bone gone, a value it cannot hold): this step only
             result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
             _last_inputs.pop((key, step.node), None)
@@ -335,16 +334,17 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
     return results
 
 
-def _run_step(tree, key, program, step, solver, frame, force, was_dirty, values, write_joint_values):
+def _run_step(tree, key, program, step, solver, frame, force, was_dirty, values):
     """One live step of `run_tree`: its StepResult, or None when nothing moved since its last frame."""
-    from .core.errors import KinemaError
-
     rig = rig_object(tree, program, step)
     lean = _lean_step(tree, key, program, step, was_dirty) if values is None else None
     if lean is not None:
         result = _run_lean(tree, key, step, solver, rig, lean, frame, force, was_dirty)
         if result is not _GENERAL:
             return result
+    from .blender.rig import write_joint_values
+    from .core.errors import KinemaError
+
     inputs = frame_inputs(tree, program, step, frame)
     for name, extra in (values or {}).items():
         if name in step.passthrough:

@@ -9,7 +9,7 @@ its joint values), `build` (URDF import), `baking`, `animation`, `groups`, `pres
 
 import sys as _sys
 
-if "bpy" not in _sys.modules:  # a script or the CLI is about to load Blender's module through this folder
+if "bpy" not in _sys.modules:  # a script, register() or the CLI is about to load Blender's module
     from ..core.solve import wait_for_kernel_build as _wait_for_kernel_build
 
     _wait_for_kernel_build()

@@ -109,7 +109,7 @@ def _compile(path: Path):
 
 
 #: Compiler refusals about a mesh's volume or a body's mass: what the mesh inertia "shell" mends.
-_MASS_WORDS = re.compile(r"mesh volume is too small|mass and inertia|inertia", re.IGNORECASE)
+_MASS_WORDS = re.compile(r"mesh volume is too small|inertia", re.IGNORECASE)
 
 
 def _compiled_with_shell_inertia(mujoco, path: Path):

@@ -207,8 +207,7 @@ def _work() -> None:
     global _worker
     # restored to the interval the process had before any build: reading it here could read the
     # one a worker that is just finishing set, and keep that for good
-    interval = _SWITCH_INTERVAL_S
-    sys.setswitchinterval(min(interval, BUILD_SWITCH_INTERVAL_S))
+    sys.setswitchinterval(min(_SWITCH_INTERVAL_S, BUILD_SWITCH_INTERVAL_S))
     try:
         while True:
             with _guard:
@@ -219,7 +218,7 @@ def _work() -> None:
                 build.state = "running"
             _run(build)
     finally:
-        sys.setswitchinterval(interval)
+        sys.setswitchinterval(_SWITCH_INTERVAL_S)
 
 
 def _run(build: _Build) -> None:
