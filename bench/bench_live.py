@@ -20,9 +20,14 @@ import platform
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from results_file import write_section
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's kinema_nodes, not whichever one is installed
+
+from results_file import write_section  # noqa: E402
 
 SECTION = "bench_live"
 
@@ -89,7 +94,8 @@ def breakdown(bpy, tree, rig, robot, frames):
     """Where a live NumPy frame goes, CPU ms per call in a tight loop, at one frame of the scrub
     (the lean frame's parts: evaluator._run_lean)."""
     from kinema_nodes import evaluator
-    from kinema_nodes.blender.rig import read_joint_values, write_joint_values
+    from kinema_nodes.blender.rig import live_rig
+    from kinema_nodes.core.graph.program import single_quaternion
 
     frame = frames // 2
     bpy.context.scene.frame_set(frame)
@@ -99,20 +105,36 @@ def breakdown(bpy, tree, rig, robot, frames):
     solver = tree.nodes[step.node]
     target = tree.nodes[step.targets[0].node]
     lean = evaluator._lean_step(tree, key, program, step, False)
-    start = read_joint_values(rig, robot)
-    goal = evaluator._lean_goal(target, rig)
-    links = (evaluator._lean_link(target, robot, lean.static_links),)
+    bones = rig.pose.bones
+    io = live_rig(rig, robot, bones)
+    start = io.read(bones)
+    io.read_matrices(bones)
+
+    def control():
+        io.read_matrices(bones)
+        flat, rows = io.control_rows(target.control_bone)
+        return (flat[12], flat[13], flat[14]), single_quaternion(rows)
+
+    position, wxyz = control()
+    links = (target.link_for_index(robot, target.link_index),)
     posture = evaluator._lean_posture(solver, robot, frame, start)
     prepared = evaluator._prepared_solve(robot, links, lean.options, lean.weights)
-    result = prepared.solve([goal[0]], [goal[1]], start, posture)
+    result = prepared.solve([position], [wxyz], start, posture)
+    moved = [result.joints, start]
+
+    def write():
+        moved.reverse()  # a changed pose each call, as a frame writes
+        io.read(bones)
+        io.write(rig, bones, moved[0])
+
     parts = [
         ("snapshot + compare (program_for): after an edit", lambda: evaluator.program_for(tree)),
         ("  the same while nothing changed (skipped: _current_program)", lambda: evaluator._current_program(tree, key, False)),
-        ("control pose (from the control bone)", lambda: evaluator._lean_goal(target, rig)),
-        ("reading the rig", lambda: read_joint_values(rig, robot)),
+        ("control pose (every bone's matrix, the control's quaternion)", control),
+        ("reading the rig (bone names checked, channels read)", lambda: live_rig(rig, robot, bones).read(bones)),
         ("posture", lambda: evaluator._lean_posture(solver, robot, frame, start)),
-        ("prepared kernel solve (core.solve.prepare(...).solve)", lambda: prepared.solve([goal[0]], [goal[1]], start, posture)),
-        ("writing the bones", lambda: write_joint_values(rig, robot, result.joints)),
+        ("prepared kernel solve (core.solve.prepare(...).solve)", lambda: prepared.solve([position], [wxyz], start, posture)),
+        ("reading and writing the bones (a changed pose)", write),
         ("the whole frame in Python (run_tree, forced to solve)", lambda: evaluator.run_tree(tree, frame, force=True)),
     ]
     return [(label, cpu_ms(function)) for label, function in parts]

@@ -16,13 +16,14 @@ import numpy as np
 
 from .core.graph.registry import kind_of
 from .core.graph.spec import GraphSpec
+from .core.errors import KinemaError as _KinemaError
 from .core.graph.program import FrameInputs, Program, StepResult, compile_program
 from .blender.groups import GROUP_IDNAME, SEPARATOR, node_by_path
 from .tree import TREE_IDNAME
 
 _dirty: set[int] = set()
 _compiled: dict[int, tuple[GraphSpec, Program]] = {}
-_last_inputs: dict[tuple[int, str], bytes] = {}
+_last_inputs: dict[tuple[int, str], object] = {}  # the general path's bytes, the lean path's tuple
 _compiled_links: set[tuple] = set()
 _readouts: dict[tuple[int, str], dict] = {}  # (robot, links, backend) solved once: the compile is paid
 _running = False
@@ -142,32 +143,40 @@ def program_for(tree) -> Program:
     return program
 
 
-def _current_program(tree, key: int, was_dirty: bool) -> Program:
-    """`program_for(tree)`, without the snapshot while nothing can have changed the spec: the tree
-    was not marked dirty, nothing was reported changed outside it (`changed_outside`), it has no
-    keys or drivers (an animated setting changes the spec with no callback), no groups (an edit
-    inside a group marks the group's tree, not this one), and the Preferences' solve budget, which
-    a solver without its own budget puts in the spec, is what it was."""
+def _current_program(tree, key: int, was_dirty: bool) -> tuple[Program, dict | None]:
+    """(`program_for(tree)`, each step's rig by solver path or None), without the snapshot while
+    nothing can have changed the spec: the tree was not marked dirty, nothing was reported
+    changed outside it (`changed_outside`), it has no keys or drivers (an animated setting changes
+    the spec with no callback), no groups (an edit inside a group marks the group's tree, not this
+    one), the Preferences' solve budget, which a solver without its own budget puts in the spec,
+    is what it was, and each step's rig is still there under its name (the rigs found then come
+    back with the program: the frame needs them too)."""
     cached = _compiled.get(key)
     checked = _validated.get(key)
     if (cached is not None and not was_dirty and checked is not None and checked[0] == _generation and checked[1]
-            and tree.animation_data is None and (checked[2] is None or checked[2] == _preferences_budget())
-            and all(_rig_still(tree, cached[1], step) for step in cached[1].steps)):
-        return cached[1]
+            and tree.animation_data is None and (checked[2] is None or checked[2] == _preferences_budget())):
+        program, rigs = cached[1], {}
+        for step in program.steps:
+            rig = _rig_still(tree, program, step)
+            if rig is None:
+                break
+            rigs[step.node] = rig
+        else:
+            return program, rigs
     program = program_for(tree)
     plain = tree.animation_data is None and not any(
         node.bl_idname in (GROUP_IDNAME, "NodeReroute") for node in tree.nodes)
     own = all(getattr(node_by_path(tree, step.node), "use_own_budget", False) for step in program.steps)
     _validated[key] = (_generation, plain, None if own else _preferences_budget())
-    return program
+    return program, None
 
 
-def _rig_still(tree, program: Program, step) -> bool:
-    """The step's rig is still there under the name the program was compiled with (a rig removed
-    or renamed by a script reports nothing until the next depsgraph update)."""
+def _rig_still(tree, program: Program, step):
+    """The step's rig if it is still there under the name the program was compiled with (a rig
+    removed or renamed by a script reports nothing until the next depsgraph update), else None."""
     node = node_by_path(tree, _robot_node_of(program, step) or "")
     rig = getattr(node, "rig", None)
-    return rig is not None and rig.name == step.rig
+    return rig if rig is not None and rig.name == step.rig else None
 
 
 def _preferences_budget():
@@ -297,49 +306,51 @@ def _solve():
     return solve
 
 
-def run_tree(tree, frame: float | None = None, *, force: bool = False, values: dict | None = None) -> list[StepResult]:
+def run_tree(tree, frame: float | None = None, *, force: bool = False, values: dict | None = None,
+             _results: bool = True) -> list[StepResult]:
     """Solve every live solver of `tree` for the current state and write the rigs.
 
     `force` solves even when Live IK is off, paused over budget, or nothing moved (Bake, the
     panel's buttons). `values` adds per-frame values for this run only, by node path (Find
     Solutions asks the Configuration-Select node for its solutions). Never raises for a bad
-    graph: the nodes show the errors.
+    graph: the nodes show the errors. (`_results=False`: run_all, which keeps none, leaves the
+    lean frames' StepResults unmade.)
     """
-    import bpy
-
-    from .core.errors import KinemaError
-
     key = tree.as_pointer()
     was_dirty = key in _dirty
-    _dirty.discard(key)
-    program = _current_program(tree, key, was_dirty)
+    if was_dirty:
+        _dirty.discard(key)
+    program, rigs = _current_program(tree, key, was_dirty)
     for name in program.blocked:  # a Solver that cannot run shows no result, only why (on itself)
         blocked = node_by_path(tree, name)
         if blocked is not None:
             _readouts.pop((blocked.id_data.as_pointer(), blocked.name), None)
-    frame = bpy.context.scene.frame_current if frame is None else frame
+    if frame is None:
+        import bpy
+
+        frame = bpy.context.scene.frame_current
     results = []
     for step in program.steps:
         solver = node_by_path(tree, step.node)
         if not force and (not solver.live or solver.over_budget or (key, step.node) in _paused):
             continue
         try:
-            result = _run_step(tree, key, program, step, solver, frame, force, was_dirty, values)
-        except KinemaError as exc:  # the rig itself refused (a bone gone, a value it cannot hold): this step only
+            rig = rigs[step.node] if rigs is not None else rig_object(tree, program, step)
+            result = _run_step(tree, key, program, step, solver, rig, frame, force, was_dirty, values, _results)
+        except _KinemaError as exc:  # the rig itself refused (a bone gone, a value it cannot hold): this step only
             result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
             _last_inputs.pop((key, step.node), None)
             _show_readout(solver, step, result, force, int(frame), tree_key=key)
-        if result is not None:
+        if result is not None and result is not _SOLVED:
             results.append(result)
     return results
 
 
-def _run_step(tree, key, program, step, solver, frame, force, was_dirty, values):
+def _run_step(tree, key, program, step, solver, rig, frame, force, was_dirty, values, want=True):
     """One live step of `run_tree`: its StepResult, or None when nothing moved since its last frame."""
-    rig = rig_object(tree, program, step)
     lean = _lean_step(tree, key, program, step, was_dirty) if values is None else None
     if lean is not None:
-        result = _run_lean(tree, key, step, solver, rig, lean, frame, force, was_dirty)
+        result = _run_lean(tree, key, step, solver, rig, lean, frame, force, was_dirty, want)
         if result is not _GENERAL:
             return result
     from .blender.rig import write_joint_values
@@ -378,6 +389,7 @@ def _run_step(tree, key, program, step, solver, frame, force, was_dirty, values)
 # the general path, which says why.
 
 _GENERAL = object()  # _run_lean: "solve this frame through Program.run_step"
+_SOLVED = object()  # _run_lean: "solved and written", for a caller that keeps no StepResult (run_all)
 _leans: dict = {}  # (tree, solver path) -> (program, generation, _Lean | None)
 
 
@@ -417,7 +429,7 @@ def _same_lean(new, old) -> bool:
 def _make_lean(tree, step):
     if step.passthrough or step.options.avoid is not None or step.backend == "off":
         return None
-    if any(t.link_source for t in step.targets) or any(SEPARATOR in t.node for t in step.targets):
+    if any(t.link_source for t in step.targets) or any(SEPARATOR in t.node for t in (step, *step.targets)):
         return None
     for target in step.targets:
         node = tree.nodes.get(target.node)
@@ -431,90 +443,103 @@ def _make_lean(tree, step):
     return _Lean(tuple(t.node for t in step.targets), options, weights, frozenset(robot.links))
 
 
-def _lean_link(node, robot, static: bool) -> str:
-    """IKTargetNode.link_at_frame for a target with nothing wired into Link."""
-    if not static:
-        return node.link_at_frame(robot)
-    return node.link_for_index(robot, node.link_index)
-
-
-def _run_lean(tree, key: int, step, solver, rig, lean: _Lean, frame, force: bool, was_dirty: bool):
-    """One frame of a plain step (see above): its StepResult, None when nothing moved since the
-    last frame, or _GENERAL."""
+def _run_lean(tree, key: int, step, solver, rig, lean: _Lean, frame, force: bool, was_dirty: bool, want: bool = True):
+    """One frame of a plain step (see above): its StepResult (_SOLVED when not `want`ed), None
+    when nothing moved since the last frame, or _GENERAL."""
     global _lean_imports
     if _lean_imports is None:
-        from .blender.rig import read_joint_values, write_joint_values
+        from .blender.rig import live_rig
         from .core.errors import KinemaError
-        from .core.graph.program import summarise
+        from .core.graph.program import single_quaternion, summarise
 
-        _lean_imports = (read_joint_values, write_joint_values, KinemaError, summarise)
-    read_joint_values, write_joint_values, KinemaError, summarise = _lean_imports
+        _lean_imports = (live_rig, KinemaError, summarise, single_quaternion)
+    live_rig, KinemaError, summarise, single_quaternion = _lean_imports
+    if rig is None:
+        return _GENERAL
     robot = step.robot
+    bones = rig.pose.bones
+    io = live_rig(rig, robot, bones)
+    if io is None:
+        return _GENERAL
     nodes = tree.nodes
-    targets = [nodes.get(name) for name in lean.targets]
-    if rig is None or None in targets:
-        return _GENERAL
-    goals = [_lean_goal(node, rig) for node in targets]
-    if None in goals:
-        return _GENERAL
     static = tree.animation_data is None  # read each frame: a script may key the tree between frames
-    links = tuple(_lean_link(node, robot, static) for node in targets)
-    arrays = {}
-    start = read_joint_values(rig, robot, arrays)
-    if not np.isfinite(start).all() or any(link not in lean.links for link in links):
+    positions, rotations, poses, links = [], [], [], []
+    matrices = False
+    for name in lean.targets:
+        node = nodes.get(name)
+        if node is None:
+            return _GENERAL
+        bone = node.control_bone
+        if bone and node.control_object == rig:  # the default: a bone of the rig, read with the rig's matrices
+            if not matrices:
+                io.read_matrices(bones)
+                matrices = True
+            found = io.control_rows(bone)
+            if found is None:
+                return _GENERAL
+            flat, rows = found
+            wxyz = single_quaternion(rows)
+            position = (flat[12], flat[13], flat[14])
+            if wxyz is None or not (math.isfinite(position[0]) and math.isfinite(position[1]) and math.isfinite(position[2])):
+                return _GENERAL
+            pose = flat
+        else:
+            goal = _lean_goal(node, rig)
+            if goal is None:
+                return _GENERAL
+            position, wxyz, pose = goal
+        positions.append(position)
+        rotations.append(wxyz)
+        poses.append(pose)
+        links.append(node.link_for_index(robot, node.link_index) if static else node.link_at_frame(robot))
+    links = tuple(links)
+    start = io.read(bones)
+    if not np.isfinite(start).all() or not lean.links.issuperset(links):
         return _GENERAL
     posture = _lean_posture(solver, robot, frame, start)
-    poses = tuple(goal[2] for goal in goals)
     memo = (key, step.node)
-    if not force and not was_dirty and _last_inputs.get(memo) == (lean.serial, links, posture, poses, start.tobytes()):
-        shown = _readouts.get((solver.id_data.as_pointer(), solver.name))
-        if shown is not None:  # the same inputs: the last answer is this frame's answer
-            shown["frame"] = int(frame)
-        return None
+    fingerprint = (lean.serial, links, posture, poses)
+    if not force and not was_dirty:
+        last = _last_inputs.get(memo)
+        if type(last) is tuple and last[0] == fingerprint and last[1] == start.tobytes():
+            shown = _readouts.get((solver.id_data.as_pointer(), solver.name))
+            if shown is not None:  # the same inputs: the last answer is this frame's answer
+                shown["frame"] = int(frame)
+            return None
     try:  # a link set `prepare` refuses (one no joint moves, two targets on one link) is said, as run_step says it
         prepared = lean.prepared.get(links)
         if prepared is None:
             if len(lean.prepared) >= _PREPARED_KEPT:
                 lean.prepared.clear()
             prepared = lean.prepared[links] = _prepared_solve(robot, links, lean.options, lean.weights)
-        solved = prepared.solve([goal[0] for goal in goals], [goal[1] for goal in goals], start, posture)
+        solved = prepared.solve(positions, rotations, start, posture)
     except KinemaError as exc:
         result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
-    else:
-        joints = np.asarray(solved.joints, dtype=float)
-        if np.isfinite(joints).all():
-            result = StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
-        else:
-            result = StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", solved.ms)
-    written = start
-    if result.joints is not None:
-        written = write_joint_values(rig, robot, result.joints, arrays)
-    _last_inputs[memo] = (lean.serial, links, posture, poses, written.tobytes())
-    _show_readout(solver, step, result, force, int(frame), tree_key=key)
-    return result
+        _last_inputs[memo] = (fingerprint, start.tobytes())
+        _show_readout(solver, step, result, force, int(frame), tree_key=key)
+        return result
+    joints = solved.joints
+    if type(joints) is not np.ndarray or joints.dtype != np.float64:
+        joints = np.asarray(joints, dtype=float)
+    if not np.isfinite(joints).all():
+        result = StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", solved.ms)
+        _last_inputs[memo] = (fingerprint, start.tobytes())
+        _show_readout(solver, step, result, force, int(frame), tree_key=key)
+        return result
+    _last_inputs[memo] = (fingerprint, io.write(rig, bones, joints).tobytes())
+    _show_lean(solver, step, solved, links, force, int(frame), memo)
+    if not want:
+        return _SOLVED
+    return StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
 
 
 _lean_imports = None
 
 
 def _lean_goal(node, rig):
-    """(position, wxyz, what the fingerprint keeps) of a target's control: `pose_to_target` of
-    `control_pose`, read straight from the bone when the control is a bone of the rig (the
-    default), or None when the control has no usable pose (the general path says why)."""
-    from .core.graph.program import single_quaternion
-
-    bone_name = node.control_bone
-    if bone_name and node.control_object == rig:
-        bone = rig.pose.bones.get(bone_name)
-        if bone is None:
-            return None
-        r0, r1, r2, _ = bone.matrix
-        rows = (r0[:], r1[:], r2[:])
-        wxyz = single_quaternion(rows)
-        position = (rows[0][3], rows[1][3], rows[2][3])
-        if wxyz is None or not (math.isfinite(position[0]) and math.isfinite(position[1]) and math.isfinite(position[2])):
-            return None
-        return position, wxyz, rows
+    """(position, wxyz, what the fingerprint keeps) of a target's control that is not a bone of
+    the rig (an object, or a bone of another armature): `pose_to_target` of `control_pose`, or
+    None when the control has no usable pose (the general path says why)."""
     from .core.graph.program import pose_to_target
 
     pose = control_pose(node, rig)
@@ -577,13 +602,23 @@ def readout(solver) -> dict:
     found = _readouts.get((solver.id_data.as_pointer(), solver.name), {})
     if found and found.get("frame") != bpy.context.scene.frame_current:
         return {}
-    return found
+    return _worded(found)
+
+
+def _worded(shown: dict) -> dict:
+    """A readout with its summary written out: the lean frame leaves the wording to the first
+    reader (most frames are never drawn)."""
+    if shown.get("summary") is None and "solved" in shown:
+        from .core.graph.program import summarise
+
+        shown["summary"] = summarise(shown.pop("solved"))
+    return shown
 
 
 def readout_of(tree, path: str) -> dict:
     """The last live solve of one user of a Solver: the solver at `path` ("Arm/Solver") in `tree`
     (a group used twice is two instances, each with its own readout and pause)."""
-    return dict(_readouts.get((tree.as_pointer(), path), {}), paused=(tree.as_pointer(), path) in _paused)
+    return dict(_worded(_readouts.get((tree.as_pointer(), path), {})), paused=(tree.as_pointer(), path) in _paused)
 
 
 def resume(tree, path: str) -> None:
@@ -616,6 +651,19 @@ def _show_readout(solver, step, result: StepResult, force: bool, frame=None, tre
             _paused.add(instance)
 
 
+def _show_lean(solver, step, solved, links: tuple, force: bool, frame: int, key) -> None:
+    """`_show_readout` of a lean frame's solve (no clearance: the lean path avoids nothing),
+    its summary left to `_worded`."""
+    note = f"Using NumPy: {solved.fallback_reason}" if solved.fallback_reason else ""
+    _readouts[key] = {"ms": solved.ms, "summary": None, "solved": solved, "solving_to": ", ".join(links),
+                      "backend_note": note, "frame": frame}
+    compile_key = (step.robot.fingerprint, links, solved.backend)
+    if compile_key not in _compiled_links:  # the first solve to a set of links may include the one-off compile
+        _compiled_links.add(compile_key)
+    elif not force and solved.ms > step.options.budget_ms:
+        _set(solver, "over_budget", True)
+
+
 def hold_runs() -> bool:
     """Keep the handlers from running trees (Bake stepping through frames it solves itself).
     Returns True when this call took the hold; pair it with `release_runs`."""
@@ -640,7 +688,7 @@ def run_all(scene=None, *, force: bool = False) -> None:
     try:
         frame = scene.frame_current if scene is not None else None
         for tree in kinema_trees():
-            run_tree(tree, frame, force=force)
+            run_tree(tree, frame, force=force, _results=False)
     finally:
         _running = False
 

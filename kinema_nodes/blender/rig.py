@@ -136,8 +136,9 @@ def remember_robot(obj, robot: RobotModel) -> None:
 
 
 def reset_caches() -> None:
-    """Forget every rig's robot (tests start each from the rig's own URDF text)."""
+    """Forget every rig's robot (tests start each from the rig's own URDF text) and live layout."""
     _ROBOT_CACHE.clear()
+    _LIVE.clear()
 
 
 # ---- reading and writing joint values --------------------------------------------------------
@@ -253,6 +254,93 @@ def write_joint_values(obj, robot: RobotModel, q, read: dict | None = None) -> n
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+class LiveRig:
+    """A rig's joint channels laid out for the live frame, which reads, solves and writes the
+    same bones every frame: one float32 buffer holds every bone's values of each channel path
+    (one `foreach_get` per path fills its slice), so reading and writing every joint is one
+    gather and one scatter; every bone's pose matrix is read in one `foreach_get` too (the
+    control bones' poses). `live_rig` checks the rig's bone names each frame before one is
+    used, so a bone renamed, added or removed by a script between frames is seen (the general
+    read then says what is wrong)."""
+
+    __slots__ = ("robot", "channels", "names", "views", "values", "flat", "scales", "matrices", "index", "lower", "upper", "bounded")
+
+    def __init__(self, robot, channels, names, paths, scales):
+        self.robot, self.channels, self.names = robot, channels, names
+        count = len(names)
+        self.values = np.empty(sum(count * width for _, width, *_ in paths), dtype=np.float32)
+        self.views, self.flat, at = [], np.empty(len(channels), dtype=np.int64), 0
+        for path, width, positions, flat, _ in paths:
+            self.views.append((path, self.values[at:at + count * width]))
+            self.flat[positions] = at + flat
+            at += count * width
+        self.scales = scales
+        self.matrices = np.empty(count * 16, dtype=np.float32)
+        self.index = {name: i for i, name in enumerate(names)}
+        self.lower, self.upper = robot.lower, robot.upper
+        self.bounded = _within_float32(robot, scales)
+
+    def read(self, bones) -> np.ndarray:
+        """The configuration the rig shows (as `read_joint_values`); the values stay for `write`."""
+        for path, view in self.views:
+            bones.foreach_get(path, view)
+        return self.values[self.flat] / self.scales
+
+    def read_matrices(self, bones) -> None:
+        """Every bone's pose matrix (armature space, this frame's), for `control_rows`."""
+        bones.foreach_get("matrix", self.matrices)
+
+    def control_rows(self, name: str):
+        """(the bone's pose as 16 floats, column after column; its top three rows) from the last
+        `read_matrices`, or None for a bone the rig does not have."""
+        i = self.index.get(name)
+        if i is None:
+            return None
+        flat = self.matrices[16 * i:16 * i + 16].tolist()
+        return flat, (flat[0::4], flat[1::4], flat[2::4])
+
+    def write(self, obj, bones, q: np.ndarray) -> np.ndarray:
+        """`write_joint_values` of q straight after this frame's `read`: clamped to the limits,
+        never a non-finite value; nothing is set or tagged when the rig already holds q. Returns
+        what the rig now holds (through float32, as the next `read` sees it)."""
+        if not np.isfinite(q).all():
+            _refuse_unholdable(self.robot, q, np.ones(len(q)))
+        q = np.minimum(np.maximum(q, self.lower), self.upper)
+        channel = q * self.scales
+        if not self.bounded and not (np.abs(channel) < _FLOAT32_MAX).all():
+            _refuse_unholdable(self.robot, q, self.scales)
+        channel = channel.astype(np.float32)
+        if (self.values[self.flat] != channel).any():
+            self.values[self.flat] = channel
+            for path, view in self.views:
+                bones.foreach_set(path, view)
+            obj.update_tag(refresh=_TRANSFORM)
+        return channel / self.scales
+
+
+_TRANSFORM = {"OBJECT"}
+_LIVE: dict = {}  # (rig, channel list) -> LiveRig (a handful of rigs at a time)
+
+
+def live_rig(obj, robot: RobotModel, bones) -> LiveRig | None:
+    """The rig's LiveRig, checked against its bone names now; None where the live frame cannot
+    take it (a skew slide, kept in a custom property; no actuated joint), or where a bone a
+    joint needs is missing: the general path reads it and says why."""
+    channels = actuated_channels(robot)
+    names = bones.keys()
+    key = (obj.as_pointer(), id(channels))
+    live = _LIVE.get(key)
+    if live is not None and live.channels is channels and live.names == names:
+        return live
+    if not channels or any(c.data_path == SLIDE for c in channels) or any(c.bone not in names for c in channels):
+        return None
+    _, paths, scales = _layout(obj, channels)
+    if len(_LIVE) >= 32:
+        _LIVE.clear()
+    live = _LIVE[key] = LiveRig(robot, channels, names, paths, scales)
+    return live
 
 
 def _within_float32(robot: RobotModel, scales: np.ndarray) -> bool:

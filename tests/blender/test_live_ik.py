@@ -423,22 +423,26 @@ def test_an_edit_elsewhere_does_not_solve_the_rig_again(blender):
         _settle(bpy)
     assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
     writes = []
-    original = rig_module.write_joint_values
+    original, original_live = rig_module.write_joint_values, rig_module.LiveRig.write
 
     def counting_write(*args, **kwargs):
         writes.append(1)
         return original(*args, **kwargs)
 
+    def counting_live_write(*args, **kwargs):
+        writes.append(1)
+        return original_live(*args, **kwargs)
+
     other = bpy.data.objects.new("Something Else", None)
     bpy.context.scene.collection.objects.link(other)
-    rig_module.write_joint_values = counting_write
+    rig_module.write_joint_values, rig_module.LiveRig.write = counting_write, counting_live_write
     evaluator._lean_imports = None  # the lean path looks its helpers up again
     try:
         other.location.x += 0.1
         for _ in range(6):
             bpy.context.view_layer.update()
     finally:
-        rig_module.write_joint_values = original
+        rig_module.write_joint_values, rig_module.LiveRig.write = original, original_live
         evaluator._lean_imports = None
         bpy.data.objects.remove(other)
     assert len(writes) == 0, len(writes)

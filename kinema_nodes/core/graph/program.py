@@ -95,28 +95,41 @@ def single_quaternion(m: list) -> tuple[float, ...] | None:
     every live frame and bake frame converts its controls, and NumPy's batched form costs tens of
     microseconds on one matrix. None for a matrix it cannot take (a zero column, a non-finite
     entry): the batched form then gives its NaN for the caller's finite check."""
-    norms = [math.sqrt(m[0][c] ** 2 + m[1][c] ** 2 + m[2][c] ** 2) for c in range(3)]
-    if not all(0.0 < n < math.inf for n in norms):
+    # Written out (no comprehensions, no generators): the live frame calls this inside Blender's
+    # frame change, where each Python frame it opens costs microseconds. Same arithmetic, in
+    # the same order, as the loops it replaces.
+    (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = m[0][:3], m[1][:3], m[2][:3]
+    n0 = math.sqrt(a00 ** 2 + a10 ** 2 + a20 ** 2)
+    n1 = math.sqrt(a01 ** 2 + a11 ** 2 + a21 ** 2)
+    n2 = math.sqrt(a02 ** 2 + a12 ** 2 + a22 ** 2)
+    if not (0.0 < n0 < math.inf and 0.0 < n1 < math.inf and 0.0 < n2 < math.inf):
         return None
-    r = [[m[a][c] / norms[c] for c in range(3)] for a in range(3)]
-    trace = r[0][0] + r[1][1] + r[2][2]
-    diagonal = (trace, r[0][0], r[1][1], r[2][2])
-    best = diagonal.index(max(diagonal))
+    r00, r01, r02 = a00 / n0, a01 / n1, a02 / n2
+    r10, r11, r12 = a10 / n0, a11 / n1, a12 / n2
+    r20, r21, r22 = a20 / n0, a21 / n1, a22 / n2
+    trace = r00 + r11 + r22
+    best, top = 0, trace  # the first largest of (trace, r00, r11, r22)
+    if r00 > top:
+        best, top = 1, r00
+    if r11 > top:
+        best, top = 2, r11
+    if r22 > top:
+        best = 3
     if best == 0:
-        q = (1 + trace, r[2][1] - r[1][2], r[0][2] - r[2][0], r[1][0] - r[0][1])
+        w, x, y, z = 1 + trace, r21 - r12, r02 - r20, r10 - r01
     elif best == 1:
-        q = (r[2][1] - r[1][2], 1 + r[0][0] - r[1][1] - r[2][2], r[0][1] + r[1][0], r[0][2] + r[2][0])
+        w, x, y, z = r21 - r12, 1 + r00 - r11 - r22, r01 + r10, r02 + r20
     elif best == 2:
-        q = (r[0][2] - r[2][0], r[0][1] + r[1][0], 1 - r[0][0] + r[1][1] - r[2][2], r[1][2] + r[2][1])
+        w, x, y, z = r02 - r20, r01 + r10, 1 - r00 + r11 - r22, r12 + r21
     else:
-        q = (r[1][0] - r[0][1], r[0][2] + r[2][0], r[1][2] + r[2][1], 1 - r[0][0] - r[1][1] + r[2][2])
-    biggest = max(abs(v) for v in q)
+        w, x, y, z = r10 - r01, r02 + r20, r12 + r21, 1 - r00 - r11 + r22
+    biggest = max(abs(w), abs(x), abs(y), abs(z))
     if not 0.0 < biggest < math.inf:
         return None
-    q = tuple(v / biggest for v in q)
-    norm = math.sqrt(sum(v * v for v in q))
-    sign = -1.0 if q[0] < 0 else 1.0
-    return tuple(sign * v / norm for v in q)
+    w, x, y, z = w / biggest, x / biggest, y / biggest, z / biggest
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    sign = -1.0 if w < 0 else 1.0
+    return (sign * w / norm, sign * x / norm, sign * y / norm, sign * z / norm)
 
 
 class Program:
