@@ -266,7 +266,8 @@ class LiveRig:
     used, so a bone renamed, added or removed by a script between frames is seen (the general
     read then says what is wrong)."""
 
-    __slots__ = ("robot", "channels", "names", "views", "values", "flat", "scales", "matrices", "index", "lower", "upper", "bounded")
+    __slots__ = ("robot", "channels", "names", "views", "values", "flat", "scales", "matrices", "index", "lower",
+                 "upper", "bounded", "held", "channel")
 
     def __init__(self, robot, channels, names, paths, scales):
         self.robot, self.channels, self.names = robot, channels, names
@@ -282,12 +283,16 @@ class LiveRig:
         self.index = {name: i for i, name in enumerate(names)}
         self.lower, self.upper = robot.lower, robot.upper
         self.bounded = _within_float32(robot, scales)
+        self.held = self.values[self.flat]
+        self.channel = np.empty(len(channels), dtype=np.float32)
 
     def read(self, bones) -> np.ndarray:
-        """The configuration the rig shows (as `read_joint_values`); the values stay for `write`."""
+        """The configuration the rig shows (as `read_joint_values`); the values stay for `write`,
+        and `held` is each joint's channel as the rig holds it (float32)."""
         for path, view in self.views:
             bones.foreach_get(path, view)
-        return self.values[self.flat] / self.scales
+        self.held = held = self.values[self.flat]
+        return held / self.scales
 
     def read_matrices(self, bones) -> None:
         """Every bone's pose matrix (armature space, this frame's), for `control_rows`."""
@@ -302,39 +307,40 @@ class LiveRig:
         flat = self.matrices[16 * i:16 * i + 16].tolist()
         return flat, (flat[0::4], flat[1::4], flat[2::4])
 
-    def write(self, obj, bones, q: np.ndarray) -> np.ndarray:
+    def write(self, obj, bones, q: np.ndarray) -> bytes:
         """`write_joint_values` of q straight after this frame's `read`: clamped to the limits,
         never a non-finite value; nothing is set or tagged when the rig already holds q. Returns
-        what the rig now holds (through float32, as the next `read` sees it)."""
-        if not math.isfinite(q.sum()) and not np.isfinite(q).all():  # one call for the usual answer
+        the channels the rig now holds, as bytes (what `held` of the next `read` shows)."""
+        if not math.isfinite(sum(q.tolist())) and not np.isfinite(q).all():  # one cheap call for the usual answer
             _refuse_unholdable(self.robot, q, np.ones(len(q)))
         q = np.minimum(np.maximum(q, self.lower), self.upper)
-        channel = q * self.scales
-        if not self.bounded and not (np.abs(channel) < _FLOAT32_MAX).all():
+        if not self.bounded and not (np.abs(q * self.scales) < _FLOAT32_MAX).all():
             _refuse_unholdable(self.robot, q, self.scales)
-        channel = channel.astype(np.float32)
-        if (self.values[self.flat] != channel).any():
+        channel = self.channel
+        np.multiply(q, self.scales, out=channel, casting="unsafe")
+        written = channel.tobytes()
+        if written != self.held.tobytes():
             self.values[self.flat] = channel
             for path, view in self.views:
                 bones.foreach_set(path, view)
             obj.update_tag(refresh=_TRANSFORM)
-        return channel / self.scales
+        return written
 
 
 _TRANSFORM = {"OBJECT"}
-_LIVE: dict = {}  # (rig, channel list) -> LiveRig (a handful of rigs at a time)
+_LIVE: dict = {}  # (rig, robot) -> LiveRig (a handful of rigs at a time)
 
 
 def live_rig(obj, robot: RobotModel, bones) -> LiveRig | None:
     """The rig's LiveRig, checked against its bone names now; None where the live frame cannot
     take it (a skew slide, kept in a custom property; no actuated joint), or where a bone a
     joint needs is missing: the general path reads it and says why."""
-    channels = actuated_channels(robot)
     names = bones.keys()
-    key = (obj.as_pointer(), id(channels))
+    key = (obj.as_pointer(), id(robot))
     live = _LIVE.get(key)
-    if live is not None and live.channels is channels and live.names == names:
+    if live is not None and live.robot is robot and live.names == names:
         return live
+    channels = actuated_channels(robot)
     if not channels or any(c.data_path == SLIDE for c in channels) or any(c.bone not in names for c in channels):
         return None
     _, paths, scales = _layout(obj, channels)
