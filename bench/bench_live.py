@@ -164,30 +164,53 @@ def write_pass(bpy, rig, robot, q, frames, handlers=None):
     return cpu
 
 
-def interleaved(bpy, rig, solver, control, frames, block=25):
-    """Kinema live IK (NumPy), Blender's IK constraint and no IK at all in alternating blocks of
-    `block` frames along the same scrub, so the three see the same machine load. Returns CPU ms
-    per frame_set for each."""
+def interleaved(bpy, rig, robot, solver, control, frames, block=25):
+    """Kinema live IK (NumPy), Blender's IK constraint, no IK at all, and the floor of any
+    Python frame_change_post handler (one that only reads the rig and writes the answer Kinema
+    gave for that frame, through the same LiveRig: no tree, no control, no solve) in alternating
+    blocks of `block` frames along the same scrub, so the four see the same machine load.
+    Returns CPU ms per frame_set for each, and the floor handler's own CPU ms."""
+    from kinema_nodes.blender.rig import live_rig, read_joint_values
+
     constraint = rig.pose.bones["panda_link7"].constraints.new("IK")
     constraint.target = rig
     constraint.subtarget = control
     constraint.chain_count = 7
     constraint.use_tail = False
-    times = {"kinema": [], "blender": [], "none": []}
+    times = {"kinema": [], "blender": [], "none": [], "floor": []}
+    answers, floor_handler = {}, []
+
+    def floor(scene, depsgraph=None):
+        c0 = time.thread_time()
+        bones = rig.pose.bones
+        io = live_rig(rig, robot, bones)
+        io.read(bones)
+        io.write(rig, bones, answers[scene.frame_current])
+        floor_handler.append((time.thread_time() - c0) * 1000.0)
+
+    post = bpy.app.handlers.frame_change_post
     try:
         for first in range(1, frames + 1, block):
             for mode, cpu in times.items():
                 solver.live = mode == "kinema"
                 constraint.mute = mode != "blender"
-                bpy.context.scene.frame_set(max(first - 1, 1))  # the switch settles here, untimed
+                if mode == "floor":
+                    post.append(floor)
+                bpy.context.scene.frame_set(max(first - 1, 1) if mode != "floor" else first)  # the switch settles here, untimed
                 for frame in range(first, min(first + block, frames + 1)):
                     c0 = time.thread_time()
                     bpy.context.scene.frame_set(frame)
                     cpu.append((time.thread_time() - c0) * 1000.0)
+                    if mode == "kinema":
+                        answers[frame] = read_joint_values(rig, robot)
+                if mode == "floor":
+                    post.remove(floor)
     finally:
+        if floor in post:
+            post.remove(floor)
         rig.pose.bones["panda_link7"].constraints.remove(constraint)
         solver.live = True
-    return times
+    return times, floor_handler
 
 
 def main() -> int:
@@ -249,7 +272,7 @@ def main() -> int:
             parts = breakdown(bpy, tree, rig, robot, args.frames)
             write_joint_values(rig, robot, start)
             scrub(bpy, 20)
-            side_by_side = interleaved(bpy, rig, solver, target.control_bone, args.frames)
+            side_by_side, floor_handler = interleaved(bpy, rig, robot, solver, target.control_bone, args.frames)
 
     # Re-compiling after an edit (solver compilation cached).
     compile_ms = []
@@ -333,7 +356,11 @@ def main() -> int:
         f"({percentile(side_by_side['blender'], 95):.3f}), no IK {med(side_by_side['none']):.3f} "
         f"({percentile(side_by_side['none'], 95):.3f}): **Kinema NumPy / Blender IK = "
         f"{med(side_by_side['kinema']) / med(side_by_side['blender']):.2f}×**; Kinema beyond no IK "
-        f"{med(side_by_side['kinema']) - med(side_by_side['none']):.3f} ms, of which the solver {med(rows['NUMPY'][1]):.3f} ms.  ",
+        f"{med(side_by_side['kinema']) - med(side_by_side['none']):.3f} ms, of which the solver {med(rows['NUMPY'][1]):.3f} ms. "
+        f"In the same blocks, the floor of a Python handler (it only reads the rig and writes the answer Kinema gave for "
+        f"that frame, through the same LiveRig; handler CPU {med(floor_handler):.3f} ms): {med(side_by_side['floor']):.3f} "
+        f"({percentile(side_by_side['floor'], 95):.3f}) = {med(side_by_side['floor']) / med(side_by_side['blender']):.2f}× "
+        f"Blender's IK, before any solve.  ",
         f"Ratios to Blender's IK constraint per frame_set, sequential rows above, CPU: NumPy {med(rows['NUMPY'][3]) / med(blender_cpu):.2f}×, "
         f"PyRoki {med(rows['PYROKI'][3]) / med(blender_cpu):.2f}×; wall: NumPy {med(rows['NUMPY'][0]) / med(blender_ik_ms):.2f}×, "
         f"PyRoki {med(rows['PYROKI'][0]) / med(blender_ik_ms):.2f}×.  ",
