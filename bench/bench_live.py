@@ -164,21 +164,32 @@ def write_pass(bpy, rig, robot, q, frames, handlers=None):
     return cpu
 
 
-def interleaved(bpy, rig, robot, solver, control, frames, block=25):
-    """Kinema live IK (NumPy), Blender's IK constraint, no IK at all, and the floor of any
-    Python frame_change_post handler (one that only reads the rig and writes the answer Kinema
-    gave for that frame, through the same LiveRig: no tree, no control, no solve) in alternating
-    blocks of `block` frames along the same scrub, so the four see the same machine load.
-    Returns CPU ms per frame_set for each, and the floor handler's own CPU ms."""
+def interleaved(bpy, tree, rig, robot, solver, control, frames, block=25):
+    """Kinema live IK (NumPy), Blender's IK constraint, no IK at all, and two bare Python
+    frame_change_post handlers, in alternating blocks of `block` frames along the same scrub, so
+    all see the same machine load. The bare handlers bound what any Python handler can reach:
+    "floor" only reads the rig and writes the answer Kinema gave for that frame (through the same
+    LiveRig: no tree, no control, no solve); "essential" reads the control and the rig, runs the
+    same prepared kernel solve and writes, and nothing else (no tree, nodes, posture lookup,
+    fingerprint or readout). Returns CPU ms per frame_set for each, and each bare handler's own
+    CPU ms."""
+    from kinema_nodes import evaluator
     from kinema_nodes.blender.rig import live_rig, read_joint_values
+    from kinema_nodes.core.graph.program import single_quaternion
 
+    program = evaluator.program_for(tree)
+    step = program.steps[0]
+    lean = evaluator._lean_step(tree, tree.as_pointer(), program, step, False)
+    link = tree.nodes[step.targets[0].node].link_for_index(robot, 0)
+    prepared = evaluator._prepared_solve(robot, (link,), lean.options, lean.weights)
+    posture = evaluator._lean_posture(solver, robot, 1, read_joint_values(rig, robot))
     constraint = rig.pose.bones["panda_link7"].constraints.new("IK")
     constraint.target = rig
     constraint.subtarget = control
     constraint.chain_count = 7
     constraint.use_tail = False
-    times = {"kinema": [], "blender": [], "none": [], "floor": []}
-    answers, floor_handler = {}, []
+    times = {"kinema": [], "blender": [], "none": [], "floor": [], "essential": []}
+    answers, handler_cpu = {}, {"floor": [], "essential": []}
 
     def floor(scene, depsgraph=None):
         c0 = time.thread_time()
@@ -186,16 +197,28 @@ def interleaved(bpy, rig, robot, solver, control, frames, block=25):
         io = live_rig(rig, robot, bones)
         io.read(bones)
         io.write(rig, bones, answers[scene.frame_current])
-        floor_handler.append((time.thread_time() - c0) * 1000.0)
+        handler_cpu["floor"].append((time.thread_time() - c0) * 1000.0)
 
+    def essential(scene, depsgraph=None):
+        c0 = time.thread_time()
+        bones = rig.pose.bones
+        io = live_rig(rig, robot, bones)
+        io.read_matrices(bones)
+        flat, rows = io.control_rows(control)
+        start = io.read(bones)
+        solved = prepared.solve([(flat[12], flat[13], flat[14])], [single_quaternion(rows)], start, posture)
+        io.write(rig, bones, solved.joints)
+        handler_cpu["essential"].append((time.thread_time() - c0) * 1000.0)
+
+    bare = {"floor": floor, "essential": essential}
     post = bpy.app.handlers.frame_change_post
     try:
         for first in range(1, frames + 1, block):
             for mode, cpu in times.items():
                 solver.live = mode == "kinema"
                 constraint.mute = mode != "blender"
-                if mode == "floor":
-                    post.append(floor)
+                if mode in bare:
+                    post.append(bare[mode])
                 bpy.context.scene.frame_set(max(first - 1, 1) if mode != "floor" else first)  # the switch settles here, untimed
                 for frame in range(first, min(first + block, frames + 1)):
                     c0 = time.thread_time()
@@ -203,14 +226,15 @@ def interleaved(bpy, rig, robot, solver, control, frames, block=25):
                     cpu.append((time.thread_time() - c0) * 1000.0)
                     if mode == "kinema":
                         answers[frame] = read_joint_values(rig, robot)
-                if mode == "floor":
-                    post.remove(floor)
+                if mode in bare:
+                    post.remove(bare[mode])
     finally:
-        if floor in post:
-            post.remove(floor)
+        for handler in bare.values():
+            if handler in post:
+                post.remove(handler)
         rig.pose.bones["panda_link7"].constraints.remove(constraint)
         solver.live = True
-    return times, floor_handler
+    return times, handler_cpu
 
 
 def main() -> int:
@@ -272,7 +296,7 @@ def main() -> int:
             parts = breakdown(bpy, tree, rig, robot, args.frames)
             write_joint_values(rig, robot, start)
             scrub(bpy, 20)
-            side_by_side, floor_handler = interleaved(bpy, rig, robot, solver, target.control_bone, args.frames)
+            side_by_side, bare_cpu = interleaved(bpy, tree, rig, robot, solver, target.control_bone, args.frames)
 
     # Re-compiling after an edit (solver compilation cached).
     compile_ms = []
@@ -350,17 +374,21 @@ def main() -> int:
         f"| the same handler in frame_change_pre (before the frame's evaluation) | — | — | {med(write_pre_cpu):.3f} | "
         f"{percentile(write_pre_cpu, 95):.3f} | — | — |",
         "",
-        f"Side by side in alternating blocks of 25 frames along the same scrub (the same load for all three), CPU ms "
+        f"Side by side in alternating blocks of 25 frames along the same scrub (the same load for all five), CPU ms "
         f"per frame_set, median (p95): Kinema NumPy {med(side_by_side['kinema']):.3f} "
         f"({percentile(side_by_side['kinema'], 95):.3f}), Blender IK constraint {med(side_by_side['blender']):.3f} "
         f"({percentile(side_by_side['blender'], 95):.3f}), no IK {med(side_by_side['none']):.3f} "
         f"({percentile(side_by_side['none'], 95):.3f}): **Kinema NumPy / Blender IK = "
         f"{med(side_by_side['kinema']) / med(side_by_side['blender']):.2f}×**; Kinema beyond no IK "
         f"{med(side_by_side['kinema']) - med(side_by_side['none']):.3f} ms, of which the solver {med(rows['NUMPY'][1]):.3f} ms. "
-        f"In the same blocks, the floor of a Python handler (it only reads the rig and writes the answer Kinema gave for "
-        f"that frame, through the same LiveRig; handler CPU {med(floor_handler):.3f} ms): {med(side_by_side['floor']):.3f} "
-        f"({percentile(side_by_side['floor'], 95):.3f}) = {med(side_by_side['floor']) / med(side_by_side['blender']):.2f}× "
-        f"Blender's IK, before any solve.  ",
+        f"In the same blocks, two bare Python handlers bound what any Python handler can reach: one that only reads the "
+        f"rig and writes the answer Kinema gave for that frame (no tree, no control, no solve; its own CPU "
+        f"{med(bare_cpu['floor']):.3f} ms) {med(side_by_side['floor']):.3f} ({percentile(side_by_side['floor'], 95):.3f}) = "
+        f"**{med(side_by_side['floor']) / med(side_by_side['blender']):.2f}×** Blender's IK; one that reads the control and "
+        f"the rig, runs the same prepared kernel solve and writes, and nothing else (its own CPU "
+        f"{med(bare_cpu['essential']):.3f} ms) {med(side_by_side['essential']):.3f} "
+        f"({percentile(side_by_side['essential'], 95):.3f}) = "
+        f"**{med(side_by_side['essential']) / med(side_by_side['blender']):.2f}×**.  ",
         f"Ratios to Blender's IK constraint per frame_set, sequential rows above, CPU: NumPy {med(rows['NUMPY'][3]) / med(blender_cpu):.2f}×, "
         f"PyRoki {med(rows['PYROKI'][3]) / med(blender_cpu):.2f}×; wall: NumPy {med(rows['NUMPY'][0]) / med(blender_ik_ms):.2f}×, "
         f"PyRoki {med(rows['PYROKI'][0]) / med(blender_ik_ms):.2f}×.  ",
