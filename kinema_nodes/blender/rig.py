@@ -16,7 +16,8 @@ values. Each movable joint moves its child link's bone through ONE channel:
 All other channels are locked. Mimic joints are driven from their source joint's channel, so
 they follow sliders, keys and solvers alike. The evaluator, the Joints panel and Bake all go
 through the functions here: `read_joint_values`, `write_joint_values`, `joint_channel`,
-`key_joint_values`, `robot_for_rig`.
+`key_joint_values`, `robot_for_rig`; the live frame reads and writes through `live_rig` (a
+`LiveRig`: the same channels, the same clamp and refusals, buffers kept from frame to frame).
 
 The rig carries its URDF text (and where it came from) in the armature data, so a saved
 .blend is self-contained; `robot_for_rig` rebuilds the RobotModel from it, cached by hash.
@@ -234,7 +235,7 @@ def write_joint_values(obj, robot: RobotModel, q, read: dict | None = None) -> n
         bones, paths, all_scales = _layout(obj, channels)
         read = None
     if not _within_float32(robot, all_scales) and not (np.abs(all_scales * q) < _FLOAT32_MAX).all():
-        _refuse_unholdable(robot, q, all_scales)  # the one place joint values reach bones: never inf
+        _refuse_unholdable(robot, q, all_scales)  # joint values reach bones here or in LiveRig.write: never inf
     count = len(bones)
     for path, width, positions, flat, scales in paths:
         if path == SLIDE:
