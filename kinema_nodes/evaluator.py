@@ -61,6 +61,7 @@ def forget_all() -> None:
     _dirty.clear()
     _validated.clear()
     _leans.clear()
+    _off_shown.clear()
     _prepared.clear()
     _compiled.clear()
     _last_inputs.clear()
@@ -348,6 +349,8 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
 
 def _run_step(tree, key, program, step, solver, rig, frame, force, was_dirty, values, want=True):
     """One live step of `run_tree`: its StepResult, or None when nothing moved since its last frame."""
+    if step.backend == "off" and not force and values is None and _still_off(tree, key, program, step, was_dirty, frame):
+        return None
     lean = _lean_step(tree, key, program, step, was_dirty) if values is None else None
     if lean is not None:
         result = _run_lean(tree, key, step, solver, rig, lean, frame, force, was_dirty, want)
@@ -375,7 +378,28 @@ def _run_step(tree, key, program, step, solver, rig, frame, force, was_dirty, va
         inputs.starts[step.rig] = written
     _last_inputs[(key, step.node)] = _fingerprint(inputs, program, step)
     _show_readout(solver, step, result, force, int(frame), tree_key=key)
+    if step.backend == "off":
+        _off_shown[(key, step.node)] = (program, _generation)
     return result
+
+
+_off_shown: dict = {}  # (tree, solver path) -> (program, generation) whose Off readout is shown
+
+
+def _still_off(tree, key: int, program: Program, step, was_dirty: bool, frame) -> bool:
+    """A Solver set to Off solves nothing and writes nothing; its readout (the links it would
+    solve to) can change only with an edit, a keyed tree or a Link Switch. Without those, a
+    frame after the one that showed it does nothing but say which frame it is, instead of
+    reading every control and the rig for a result that is thrown away."""
+    if was_dirty or _off_shown.get((key, step.node)) != (program, _generation) or tree.animation_data is not None:
+        return False
+    if any(t.link_source for t in step.targets):
+        return False
+    shown = _readouts.get((key, step.node))
+    if shown is None:
+        return False
+    shown["frame"] = int(frame)
+    return True
 
 
 # ---- the lean frame ------------------------------------------------------------------------

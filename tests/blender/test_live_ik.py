@@ -545,3 +545,54 @@ def test_a_joint_moved_by_a_script_between_frames_is_solved_again_on_the_lean_pa
     # the same branch again: solved from another start, the joints agree to the solver's tolerance, not to 1e-9
     assert np.abs(_joints(rig) - solved).max() < 1e-3
     assert solver.summary.startswith("converged"), solver.summary
+
+
+def test_a_solver_set_to_off_leaves_the_rig_to_its_keys_and_reads_nothing_per_frame(blender):
+    """Solver Off: the rig plays its own keys, untouched by the solve, and the readout says Off
+    with the frame it was shown on. Scrubbing then reads no control and no rig (the general path
+    made the same Off result from every control and the rig each frame): counted reads of the
+    frame's inputs over ten frames after the first Off frame, must be 0; a change of the solver
+    brings the solve back at once (tool on the control within the module's 1e-5)."""
+    from kinema_nodes import evaluator
+
+    bpy = blender
+    rig = _import(bpy, "ur3")
+    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    _settle(bpy)
+    tree, target, solver = _add_target(bpy, rig)
+    _keyframe_control_along(bpy, rig, target, [[0.3, -1.2, 1.4, -1.6, -1.5, 0.4], [0.5, -1.0, 1.2, -1.5, -1.4, 0.6]], [1, 20])
+    robot = _robot(rig)
+    keyed = [[0.0, -1.0, 1.0, -1.0, -1.0, 0.0], [0.4, -0.8, 0.6, -1.2, -1.3, 0.5]]
+    from kinema_nodes.blender.rig import key_joint_values
+
+    bpy.context.scene.frame_set(1)
+    solver.backend = "OFF"
+    for q, frame in zip(keyed, (1, 20)):
+        _pose(rig, q)
+        key_joint_values(rig, robot, frame)
+    bpy.context.scene.frame_set(1)
+    _settle(bpy)
+    reads = []
+    original = evaluator.frame_inputs
+
+    def counting(*args, **kwargs):
+        reads.append(1)
+        return original(*args, **kwargs)
+
+    evaluator.frame_inputs = counting
+    try:
+        for frame in range(2, 12):
+            bpy.context.scene.frame_set(frame)
+            # the rig plays its own keys (interpolated between the two keyed poses), not a solve
+            played = _joints(rig)
+            assert np.abs(played - keyed[0]).max() > 1e-4 and np.abs(played - keyed[1]).max() > 1e-4
+    finally:
+        evaluator.frame_inputs = original
+    assert len(reads) == 0, len(reads)
+    assert solver.summary.startswith("solver off"), solver.summary
+    assert evaluator.readout(solver)["frame"] == 11
+    q_keys = _joints(rig)
+    solver.backend = "NUMPY"
+    _settle(bpy)
+    assert np.abs(_joints(rig) - q_keys).max() > 1e-3, "the solve is back"
+    _assert_reaches(rig, target)
