@@ -314,20 +314,6 @@ def _swivel_angle(s0, s1, s2, e0, e1, e2, w0, w1, w2):
     return math.atan2(o0 * p0 + o1 * p1 + o2 * p2, o0 * r0 + o1 * r1 + o2 * r2)
 
 
-def _borrow(array):
-    """`array` itself here; in the numba build, a view of it that numba does not reference-count
-    (`_borrowing`). numba takes an atomic reference on every array view it makes of a counted
-    array (and drops it after): the views of the chain buffers and of the descent's scratch
-    cost a tenth of a tracking frame so. Only for an array that outlives the view: an argument
-    the caller holds, or a local kept by `_alive` after the view's last use."""
-    return array
-
-
-def _alive(array):
-    """Nothing: a use of `array` after the last use of its borrowed views, so that numba (which
-    drops a local after its last use) frees it no earlier."""
-
-
 def _wrap(angle):
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
 
@@ -606,8 +592,7 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
     n = q.shape[0]
     # every float array of the descent is a view of one allocation (an allocation costs about
     # as much as a joint's FK here)
-    owned = np.empty(4 * k + 2 * rows + 2 * rows * k + 2 * t + n + 2 * k * k + 2 * k + workspace_size(data[0].shape[0]))
-    scratch = _borrow(owned)
+    scratch = np.empty(4 * k + 2 * rows + 2 * rows * k + 2 * t + n + 2 * k * k + 2 * k + workspace_size(data[0].shape[0]))
     x = scratch[:k]
     at = k
     r = scratch[at:at + rows]
@@ -633,7 +618,6 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
         q[free[c]] = x[c]
     cost, swivel = _evaluate(data, q, tpos, trot, twt, wanted, errors, r, J, ws)
     if k == 0:
-        _alive(owned)
         return 0, _converged(errors, twt, tol_p, tol_r, swivel, has_swivel), swivel
     for c in range(n):
         q_trial[c] = q[c]
@@ -680,7 +664,6 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
             if cost > 0.5 * checkpoint and cost > STALL_FLOOR:
                 break
             checkpoint = cost
-    _alive(owned)
     return iterations, _converged(errors, twt, tol_p, tol_r, swivel, has_swivel), swivel
 
 
@@ -922,7 +905,7 @@ def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, pos
     rotation, weights), settings (tol_p, tol_r, max_iterations, stall_window, stop_at_first),
     the posture (2k,) or empty, and the per-row swivel residual, iterations, converged and
     settled flags in stats_out (S, 4): eleven arguments."""
-    data = _unpack(_borrow(ints), _borrow(floats))  # held by the caller
+    data = _unpack(ints, floats)
     count = targets.shape[0]
     tcount = targets.shape[1]
     tpos = np.empty((count, tcount, 3))
@@ -975,9 +958,6 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
     float64 errors at q_out, measured by the descent (the unwrap moves joints by whole turns only).
     The arithmetic is `_packed_rows`' followed by `_finish`'s, in the same order, so the answer
     is the general path's to the bit."""
-    # the caller holds every argument for the call: views of them need no reference counts
-    ints, floats, start, positions, wxyz, q_out = (_borrow(ints), _borrow(floats), _borrow(start), _borrow(positions),
-                                                   _borrow(wxyz), _borrow(q_out))
     data = _unpack(ints, floats)
     m, t, p, k = ints[0], ints[1], ints[2], ints[3]
     free = data[17]
@@ -1081,7 +1061,7 @@ def frame_floats(chain: KernelChain, tol_p: float, tol_r: float, max_iterations:
 
 # ---- building the two forms --------------------------------------------------------------------
 
-_LEAVES = ("_borrow", "_alive", "workspace_size", "_workspace", "_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
+_LEAVES = ("workspace_size", "_workspace", "_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
            "_cholesky", "_damped_solve", "_min_norm", "_converged", "_descend", "_family_error", "_toward",
            "_return_to_family", "_settle", "_solve_rows", "_unpack", "_packed_rows", "_frame")
 #: Leaves numba splices into their callers: a call of a compiled function takes a reference
@@ -1128,28 +1108,6 @@ def _example_chain() -> tuple:
             np.full(1, -1.0), np.ones(1))
 
 
-def _borrowing():
-    """`_borrow` for numba: the same array (data, shape, strides) without its reference-counted
-    owner, so that numba counts neither it nor the views made of it."""
-    from numba.core import cgutils
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def borrow(typingctx, array):
-        def codegen(context, builder, signature, args):
-            source = context.make_array(array)(context, builder, value=args[0])
-            view = context.make_array(array)(context, builder)
-            view.data, view.shape, view.strides = source.data, source.shape, source.strides
-            view.itemsize, view.nitems = source.itemsize, source.nitems
-            view.meminfo = cgutils.get_null_value(view.meminfo.type)
-            view.parent = cgutils.get_null_value(view.parent.type)
-            return view._getvalue()
-
-        return array(array), codegen
-
-    return borrow
-
-
 def _build_numba() -> None:
     global _numba_form, _numba_reason, _state
     try:
@@ -1162,9 +1120,6 @@ def _build_numba() -> None:
             numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
         namespace = dict(globals())
         for name in _LEAVES:  # callees first, so each sees its jitted callees in `namespace`
-            if name == "_borrow":
-                namespace[name] = _borrowing()
-                continue
             original = globals()[name]
             clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
             clone.__module__ = __name__
