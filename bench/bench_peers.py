@@ -691,7 +691,7 @@ def versions() -> dict:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                           check=False).stdout.strip()
     if SOURCE != ROOT:
-        out["Kinema"] = f"{os.environ.get('KINEMA_SOURCE_LABEL', 'from ' + str(SOURCE))} (main's HEAD now {head})"
+        out["Kinema"] = f"{os.environ.get('KINEMA_SOURCE_LABEL', 'from ' + str(SOURCE))} (the checkout's HEAD now {head})"
     else:
         edited = subprocess.run(["git", "diff", "HEAD", "--name-only", "--", "kinema_nodes"], capture_output=True, text=True,
                                 cwd=ROOT, check=False).stdout.split()
@@ -1142,8 +1142,8 @@ def main() -> int:
     parser.add_argument("--robots", default=",".join(r for r, _ in ROBOTS))
     parser.add_argument("--only", default="", help="comma-separated words: keep the solvers whose label has one")
     parser.add_argument("--head", action="store_true",
-                        help="measure the committed main (git archive HEAD into a temporary folder), not the shared "
-                             "working tree with others' edits in progress")
+                        help="measure the committed HEAD (git archive into a temporary folder), not the working tree "
+                             "with edits in progress")
     parser.add_argument("--extras", action="store_true",
                         help="the humanoid, first-solve, Target Bone, Find Solutions and profile rows (product venv, bpy)")
     parser.add_argument("--talos", type=int, default=300, help="--extras: Talos tracking frames")
@@ -1159,7 +1159,9 @@ def main() -> int:
         source = Path(tempfile.mkdtemp(prefix="kinema_head_"))
         archive = subprocess.run(["git", "archive", sha, "kinema_nodes"], capture_output=True, cwd=ROOT, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
-        env = dict(os.environ, KINEMA_SOURCE=str(source), KINEMA_SOURCE_LABEL=f"committed main {sha[:7]} (git archive)",
+        branch = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True, text=True, cwd=ROOT,
+                                check=True).stdout.strip()
+        env = dict(os.environ, KINEMA_SOURCE=str(source), KINEMA_SOURCE_LABEL=f"committed {branch} {sha[:7]} (git archive)",
                    KINEMA_CACHE_DIR=str(source / "cache"))
         argv = [a for a in sys.argv[1:] if a != "--head"]
         os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv, "--head"], env)

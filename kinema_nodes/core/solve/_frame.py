@@ -21,7 +21,9 @@ from . import _kernel
 from ._types import IKTarget, SolveResult
 
 _FLOAT = np.dtype(float)
+_ARRAY = np.ndarray
 _DONE = _kernel.FRAME_DONE
+_empty, _clock = np.empty, time.perf_counter  # one lookup each, not two: this runs every frame
 
 
 class FrameSolve:
@@ -73,10 +75,13 @@ class FrameSolve:
             run = _kernel.frame_form()  # starts the build on the first ask
         if run is None or not self.usable:
             return None
+        # float64 arrays (a live rig's, a bake's) go in as they are: np.asarray costs as much as a
+        # joint's FK and this is every frame
         try:
-            p = np.asarray(positions, dtype=_FLOAT).ravel()
-            r = np.asarray(wxyz, dtype=_FLOAT).ravel()
-            s = np.asarray(start, dtype=_FLOAT)
+            p = positions.ravel() if type(positions) is _ARRAY and positions.dtype is _FLOAT else \
+                np.asarray(positions, dtype=_FLOAT).ravel()
+            r = wxyz.ravel() if type(wxyz) is _ARRAY and wxyz.dtype is _FLOAT else np.asarray(wxyz, dtype=_FLOAT).ravel()
+            s = start if type(start) is _ARRAY and start.dtype is _FLOAT else np.asarray(start, dtype=_FLOAT)
         except (TypeError, ValueError):
             return None
         if s.shape != self.shape:
@@ -90,12 +95,12 @@ class FrameSolve:
                     self.posture = None
             elif posture is not self.posture and not self._set_posture(posture):
                 return None
-        q = np.empty(self.dof)
+        q = _empty(self.dof)
         code, position_error, rotation_error, iterations = run(self.ints, self.floats, s, p, r, q)
         if code != _DONE:
             return None
-        return SolveResult(q, position_error, rotation_error, True, "converged", iterations,
-                           (time.perf_counter() - t0) * 1000.0, "numpy", note)
+        return SolveResult(q, position_error, rotation_error, True, "converged", iterations, (_clock() - t0) * 1000.0,
+                           "numpy", note)
 
 
 #: FrameSolves kept per robot for `solve` (one per options object, link set and weights).
