@@ -1245,7 +1245,7 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     dump = {name: {f"{label}|{mode}": r for (label, mode), r in res.items()} for name, res in all_results.items()}
-    (ROOT / "bench" / "last_peers_run.json").write_text(json.dumps({"command": command, "versions": info, "results": dump}, indent=1))
+    (ROOT / "bench" / ("last_peers_unseen_run.json" if unseen_only else "last_peers_run.json")).write_text(json.dumps({"command": command, "versions": info, "results": dump}, indent=1))
     if not args.no_write:
         from results_file import write_section
 
