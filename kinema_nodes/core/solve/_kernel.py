@@ -34,11 +34,6 @@ import numpy as np
 MAX_STEP = 0.6
 MAX_DAMPING = 1e6
 START_DAMPING = 1e-3
-#: Near an answer the damping follows the cost (Chan's rule, as roboticstoolbox's `ik_LM`): at most
-#: this times the weighted squared error. A tracking frame starts a few hundredths of a radian
-#: away, where the fixed START_DAMPING held back the steps of a 6-joint arm near a singular pose
-#: (UR5, Kinova: 3-5 iterations a frame instead of 2); far away START_DAMPING still rules.
-DAMPING_PER_COST = 0.1
 #: The damping never falls below this. On a redundant chain J^T J is singular, and a step solved
 #: with a tinier damping amplifies rounding (1 / damping) into the spare joints: answers would
 #: then depend on summation order, not on the problem. At 1e-6 the numba and NumPy forms agree
@@ -622,7 +617,7 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
     for c in range(n):
         q_trial[c] = q[c]
     keep = np.empty(k, dtype=np.bool_)
-    damping = min(START_DAMPING, max(DAMPING_PER_COST * cost, MIN_DAMPING))
+    damping = START_DAMPING
     checkpoint = cost
     iterations = 0
     while iterations < max_iterations and not _converged(errors, twt, tol_p, tol_r, swivel, has_swivel):
@@ -655,7 +650,7 @@ def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, sta
             errors[:, :] = errors_trial
             r, r_trial = r_trial, r
             J, J_trial = J_trial, J
-            damping = max(min(damping * 0.2, DAMPING_PER_COST * cost), MIN_DAMPING)
+            damping = max(damping * 0.2, MIN_DAMPING)
         else:
             damping = min(damping * 10.0, MAX_DAMPING)
             if damping >= MAX_DAMPING:
