@@ -538,18 +538,18 @@ def _run_lean(tree, key: int, step, solver, rig, lean: _Lean, frame, force: bool
             prepared = lean.prepared[links] = _prepared_solve(robot, links, lean.options, lean.weights)
         solved = prepared.solve(positions, rotations, start, posture)
     except KinemaError as exc:
-        result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
+        refused = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
+    else:
+        joints = solved.joints
+        if type(joints) is not np.ndarray or joints.dtype != np.float64:
+            joints = np.asarray(joints, dtype=float)
+        refused = None
+        if not math.isfinite(sum(joints.tolist())) and not np.isfinite(joints).all():  # one cheap call for the usual answer
+            refused = StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", solved.ms)
+    if refused is not None:  # the rig is left as it is, and the Solver says why
         _last_inputs[memo] = (fingerprint, io.held.tobytes())
-        _show_readout(solver, step, result, force, int(frame), tree_key=key)
-        return result
-    joints = solved.joints
-    if type(joints) is not np.ndarray or joints.dtype != np.float64:
-        joints = np.asarray(joints, dtype=float)
-    if not math.isfinite(sum(joints.tolist())) and not np.isfinite(joints).all():  # one cheap call for the usual answer
-        result = StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", solved.ms)
-        _last_inputs[memo] = (fingerprint, io.held.tobytes())
-        _show_readout(solver, step, result, force, int(frame), tree_key=key)
-        return result
+        _show_readout(solver, step, refused, force, int(frame), tree_key=key)
+        return refused
     _last_inputs[memo] = (fingerprint, io.write(rig, bones, joints))
     _show_lean(solver, step, solved, links, force, int(frame), memo)
     if not want:
@@ -662,13 +662,17 @@ def _show_readout(solver, step, result: StepResult, force: bool, frame=None, tre
     own = (solver.id_data.as_pointer(), solver.name)
     instance = own if tree_key is None else (tree_key, step.node)
     _readouts[own] = _readouts[instance] = shown
-    if solve is None:
-        return
-    compile_key = (step.robot.fingerprint, result.solved_links, solve.backend)
-    first_for_these_links = compile_key not in _compiled_links
-    _compiled_links.add(compile_key)
-    # The first solve to a set of links may include the one-off compile; it is not a frame cost.
-    if not force and not first_for_these_links and result.ms > step.options.budget_ms:
+    if solve is not None:
+        _check_budget(solver, step, result.solved_links, solve.backend, result.ms, force, own, instance)
+
+
+def _check_budget(solver, step, links: tuple, backend: str, ms: float, force: bool, own, instance) -> None:
+    """Pause live updates of a solve over its budget. The first solve to a set of links may
+    include the one-off compile; it is not a frame cost."""
+    compile_key = (step.robot.fingerprint, links, backend)
+    if compile_key not in _compiled_links:
+        _compiled_links.add(compile_key)
+    elif not force and ms > step.options.budget_ms:
         if instance == own:
             _set(solver, "over_budget", True)
         else:
@@ -681,11 +685,7 @@ def _show_lean(solver, step, solved, links: tuple, force: bool, frame: int, key)
     note = f"Using NumPy: {solved.fallback_reason}" if solved.fallback_reason else ""
     _readouts[key] = {"ms": solved.ms, "summary": None, "solved": solved, "solving_to": ", ".join(links),
                       "backend_note": note, "frame": frame}
-    compile_key = (step.robot.fingerprint, links, solved.backend)
-    if compile_key not in _compiled_links:  # the first solve to a set of links may include the one-off compile
-        _compiled_links.add(compile_key)
-    elif not force and solved.ms > step.options.budget_ms:
-        _set(solver, "over_budget", True)
+    _check_budget(solver, step, links, solved.backend, solved.ms, force, key, key)  # a lean step is never in a group
 
 
 def hold_runs() -> bool:
