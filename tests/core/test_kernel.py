@@ -74,7 +74,7 @@ def test_the_numba_build_is_the_code_we_read(robots):
         out = (np.empty_like(seeds), np.empty((len(seeds), 1, 2)), np.zeros(len(seeds)), np.zeros(len(seeds), dtype=np.int64),
                np.zeros(len(seeds), dtype=np.bool_), np.zeros(len(seeds), dtype=np.bool_))
         wanted = np.full(len(seeds), swivel_args.get("swivel", 0.0))
-        _kernel._solve_rows(chain.data, seeds, np.zeros(len(seeds), dtype=np.int64), arrays.positions[None],
+        _kernel._solve_rows(chain.data, chain.ints, chain.floats, seeds, np.zeros(len(seeds), dtype=np.int64), arrays.positions[None],
                             arrays.rotations[None], arrays.weights[None], wanted, 1e-5, 1e-5, 60, _kernel.STALL_WINDOW, False,
                             swivel_args.get("posture", np.zeros(0)), *out)
         np.testing.assert_array_equal(out[0], compiled[0])

@@ -74,6 +74,9 @@ MIN_FRACTION, MAX_FRACTION = 1e-6, 8.0
 RANK_REGULARISER = 1e-14
 
 REVOLUTE, PRISMATIC = 0, 1
+#: One target without a swivel descends through `_descend_one` (the compiled form only; the
+#: plain NumPy form keeps the general loop over its vectorised leaves).
+SINGLE_CHAIN_FORM = True
 
 
 # ---- chain data --------------------------------------------------------------------------------
@@ -576,9 +579,262 @@ def _converged(errors, twt, tol_p, tol_r, swivel, has_swivel):
     return not (has_swivel and abs(swivel) > SWIVEL_MET)
 
 
-def _descend(data, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, stall_window, errors):
+def _forward_one(ints, floats, m, q, s):
+    """`_forward` over the flat buffers for a chain whose frames live in s (R at 0, P at 9m, W
+    at 12m, C at 15m, row-major): the same formulas in the same order, without the views that
+    `_unpack` and `_workspace` make (a reshape costs as much as a joint's FK here)."""
+    for i in range(m):
+        v = q[ints[4 + 2 * m + i]] * floats[15 * m + i] + floats[16 * m + i]
+        p = ints[4 + i]
+        ri, pi, wi, ci = 9 * i, 9 * m + 3 * i, 12 * m + 3 * i, 15 * m + 3 * i
+        o, po = 3 * m + 9 * i, 12 * m + 3 * i
+        if p < 0:
+            for a in range(3):
+                s[ci + a] = floats[po + a]
+                for b in range(3):
+                    s[ri + 3 * a + b] = floats[o + 3 * a + b]
+        else:
+            rp, pp = 9 * p, 9 * m + 3 * p
+            for a in range(3):
+                s[ci + a] = s[rp + 3 * a] * floats[po] + s[rp + 3 * a + 1] * floats[po + 1] + \
+                    s[rp + 3 * a + 2] * floats[po + 2] + s[pp + a]
+                for b in range(3):
+                    s[ri + 3 * a + b] = s[rp + 3 * a] * floats[o + b] + s[rp + 3 * a + 1] * floats[o + 3 + b] + \
+                        s[rp + 3 * a + 2] * floats[o + 6 + b]
+        x, y, z = floats[3 * i], floats[3 * i + 1], floats[3 * i + 2]
+        for a in range(3):
+            s[wi + a] = s[ri + 3 * a] * x + s[ri + 3 * a + 1] * y + s[ri + 3 * a + 2] * z
+        e = -1
+        sign = 1.0
+        if x == 0.0 and y == 0.0 and (z == 1.0 or z == -1.0):
+            e, sign = 2, z
+        elif x == 0.0 and z == 0.0 and (y == 1.0 or y == -1.0):
+            e, sign = 1, y
+        elif y == 0.0 and z == 0.0 and (x == 1.0 or x == -1.0):
+            e, sign = 0, x
+        revolute = ints[4 + m + i] == REVOLUTE
+        if revolute and e >= 0:
+            sn = sign * math.sin(v)
+            c = math.cos(v)
+            b, d = (e + 1) % 3, (e + 2) % 3
+            for a in range(3):
+                rb, rd = s[ri + 3 * a + b], s[ri + 3 * a + d]
+                s[ri + 3 * a + b] = c * rb + sn * rd
+                s[ri + 3 * a + d] = c * rd - sn * rb
+                s[pi + a] = s[ci + a]
+        elif revolute:
+            sn = math.sin(v)
+            c = 1.0 - math.cos(v)
+            m00, m01, m02 = 1.0 - c * (y * y + z * z), -sn * z + c * x * y, sn * y + c * x * z
+            m10, m11, m12 = sn * z + c * x * y, 1.0 - c * (x * x + z * z), -sn * x + c * y * z
+            m20, m21, m22 = -sn * y + c * x * z, sn * x + c * y * z, 1.0 - c * (x * x + y * y)
+            for a in range(3):
+                r0, r1, r2 = s[ri + 3 * a], s[ri + 3 * a + 1], s[ri + 3 * a + 2]
+                s[ri + 3 * a] = r0 * m00 + r1 * m10 + r2 * m20
+                s[ri + 3 * a + 1] = r0 * m01 + r1 * m11 + r2 * m21
+                s[ri + 3 * a + 2] = r0 * m02 + r1 * m12 + r2 * m22
+                s[pi + a] = s[ci + a]
+        else:
+            for a in range(3):
+                s[pi + a] = s[ci + a] + s[wi + a] * v
+
+
+def _evaluate_one(ints, floats, m, k, q, tpos, trot, wp, wr, s, slot):
+    """`_evaluate` for one target and no swivel, over the flat buffers (`_forward_one`), into
+    s[slot:]: the weighted residual (6), the Jacobian (6 x k, row-major), then the position
+    and rotation errors. Returns the cost."""
+    _forward_one(ints, floats, m, q, s)
+    node = ints[4 + 4 * m]
+    rn, pn, tr, tp, rel = 9 * node, 9 * m + 3 * node, 18 * m, 18 * m + 9, 18 * m + 12
+    rot, pos = 17 * m, 17 * m + 9
+    for a in range(3):
+        s[tp + a] = s[rn + 3 * a] * floats[pos] + s[rn + 3 * a + 1] * floats[pos + 1] + s[rn + 3 * a + 2] * floats[pos + 2] + \
+            s[pn + a]
+        for b in range(3):
+            s[tr + 3 * a + b] = s[rn + 3 * a] * floats[rot + b] + s[rn + 3 * a + 1] * floats[rot + 3 + b] + \
+                s[rn + 3 * a + 2] * floats[rot + 6 + b]
+    for a in range(3):
+        s[slot + a] = tpos[0, a] - s[tp + a]
+    # `_rotation_error(trot[0], tip rotation)` into s[slot+3:slot+6]
+    for a in range(3):
+        for b in range(3):
+            s[rel + 3 * a + b] = trot[0, a, 0] * s[tr + 3 * b] + trot[0, a, 1] * s[tr + 3 * b + 1] + \
+                trot[0, a, 2] * s[tr + 3 * b + 2]
+    v0 = 0.5 * (s[rel + 7] - s[rel + 5])
+    v1 = 0.5 * (s[rel + 2] - s[rel + 6])
+    v2 = 0.5 * (s[rel + 3] - s[rel + 1])
+    cos = 0.5 * (s[rel] + s[rel + 4] + s[rel + 8] - 1.0)
+    sin = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
+    if cos < -0.5:
+        denominator = 2.0 * (1.0 - cos)
+        column = 0
+        best = -1e300
+        for a in range(3):
+            d = (2.0 * s[rel + 4 * a] - 2.0 * cos) / denominator
+            if d > best:
+                best, column = d, a
+        a0 = (s[rel + column] + s[rel + 3 * column] - (2.0 * cos if column == 0 else 0.0)) / denominator
+        a1 = (s[rel + 3 + column] + s[rel + 3 * column + 1] - (2.0 * cos if column == 1 else 0.0)) / denominator
+        a2 = (s[rel + 6 + column] + s[rel + 3 * column + 2] - (2.0 * cos if column == 2 else 0.0)) / denominator
+        norm = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+        sign = -1.0 if (a0 * v0 + a1 * v1 + a2 * v2) < 0 else 1.0
+        angle = math.atan2(sin, cos) * sign / norm
+        s[slot + 3], s[slot + 4], s[slot + 5] = a0 * angle, a1 * angle, a2 * angle
+    else:
+        scale = math.atan2(sin, cos) / sin if sin > 1e-12 else 1.0
+        s[slot + 3], s[slot + 4], s[slot + 5] = v0 * scale, v1 * scale, v2 * scale
+    ep = math.sqrt(s[slot] ** 2 + s[slot + 1] ** 2 + s[slot + 2] ** 2)
+    er = math.sqrt(s[slot + 3] ** 2 + s[slot + 4] ** 2 + s[slot + 5] ** 2)
+    cost = 0.0
+    cost += (ep * wp) ** 2 + (er * wr) ** 2
+    for a in range(3):
+        s[slot + a] *= wp
+        s[slot + 3 + a] *= wr
+    J = slot + 6
+    for row in range(6 * k):
+        s[J + row] = 0.0
+    for i in range(m):
+        c = ints[4 + 3 * m + i]
+        if c < 0:
+            continue
+        linear, angular = floats[15 * m + i] * wp, floats[15 * m + i] * wr
+        wi, ci = 12 * m + 3 * i, 15 * m + 3 * i
+        if ints[4 + m + i] == REVOLUTE:
+            l0, l1, l2 = s[tp] - s[ci], s[tp + 1] - s[ci + 1], s[tp + 2] - s[ci + 2]
+            s[J + c] += linear * (s[wi + 1] * l2 - s[wi + 2] * l1)
+            s[J + k + c] += linear * (s[wi + 2] * l0 - s[wi] * l2)
+            s[J + 2 * k + c] += linear * (s[wi] * l1 - s[wi + 1] * l0)
+            if angular != 0.0:
+                for a in range(3):
+                    s[J + (3 + a) * k + c] += angular * s[wi + a]
+        else:
+            for a in range(3):
+                s[J + a * k + c] += linear * s[wi + a]
+    s[J + 6 * k] = ep
+    s[J + 6 * k + 1] = er
+    return cost
+
+
+def _damped_solve_one(s, A, g, k, damping, keep, step, L, y):
+    """`_damped_solve` (with `_cholesky`) on k x k blocks of s at A and L, vectors at g, step,
+    y: the same operations in the same order."""
+    for a in range(k * k):
+        s[L + a] = 0.0
+    for a in range(k):
+        if not keep[a]:
+            s[L + a * k + a] = 1.0
+            continue
+        for b in range(a + 1):
+            if not keep[b]:
+                continue
+            t = s[A + a * k + b] + (damping if a == b else 0.0)
+            for c in range(b):
+                t -= s[L + a * k + c] * s[L + b * k + c]
+            if a == b:
+                s[L + a * k + a] = math.sqrt(max(t, 1e-300))
+            else:
+                s[L + a * k + b] = t / s[L + b * k + b]
+    for a in range(k):
+        t = s[g + a] if keep[a] else 0.0
+        for c in range(a):
+            t -= s[L + a * k + c] * s[y + c]
+        s[y + a] = t / s[L + a * k + a]
+    for a in range(k - 1, -1, -1):
+        t = s[y + a]
+        for c in range(a + 1, k):
+            t -= s[L + c * k + a] * s[step + c]
+        s[step + a] = t / s[L + a * k + a] if keep[a] else 0.0
+
+
+def _descend_one(ints, floats, q, tpos, trot, wp, wr, tol_p, tol_r, max_iterations, stall_window, errors):
+    """`_descend` for one target and no swivel (a single chain), the every-frame case: the same
+    arithmetic in the same order, so the same bits, over the flat buffers and one flat scratch
+    (`_forward_one`): no views, no reshapes, the residual and Jacobian swapped by offset."""
+    m, t, p, k = ints[0], ints[1], ints[2], ints[3]
+    n = q.shape[0]
+    free = 4 + 4 * m + t + p
+    bounds = 17 * m + 12 * t + 12 * p
+    slot = 6 + 6 * k + 2  # residual, Jacobian, errors
+    first = 18 * m + 21
+    at = first + 2 * slot
+    qt, x, xt, g, step, y, A, L = at, at + n, at + n + k, at + n + 2 * k, at + n + 3 * k, at + n + 4 * k, \
+        at + n + 5 * k, at + n + 5 * k + k * k
+    s = np.empty(at + n + 5 * k + 2 * k * k)
+    keep = np.empty(k, dtype=np.bool_)
+    for c in range(k):
+        j = ints[free + c]
+        s[x + c] = min(max(q[j], floats[bounds + c]), floats[bounds + k + c])
+        q[j] = s[x + c]
+    for c in range(n):
+        s[qt + c] = q[c]
+    trial_q = s[qt:qt + n]
+    current = first
+    cost = _evaluate_one(ints, floats, m, k, q, tpos, trot, wp, wr, s, current)
+    ep, er = s[current + 6 + 6 * k], s[current + 7 + 6 * k]
+    damping = START_DAMPING
+    checkpoint = cost
+    iterations = 0
+    while k > 0 and iterations < max_iterations and ((wp > 0 and ep > tol_p) or (wr > 0 and er > tol_r)):
+        iterations += 1
+        # `_normal`: A = J^T J, g = J^T r
+        J = current + 6
+        for a in range(k):
+            acc = 0.0
+            for i in range(6):
+                acc += s[J + i * k + a] * s[current + i]
+            s[g + a] = acc
+            for b in range(a, k):
+                acc = 0.0
+                for i in range(6):
+                    acc += s[J + i * k + a] * s[J + i * k + b]
+                s[A + a * k + b] = acc
+                s[A + b * k + a] = acc
+        for c in range(k):
+            keep[c] = True
+        _damped_solve_one(s, A, g, k, damping, keep, step, L, y)
+        blocked = False
+        for c in range(k):
+            if (s[x + c] <= floats[bounds + c] and s[step + c] < 0) or (s[x + c] >= floats[bounds + k + c] and s[step + c] > 0):
+                keep[c] = False
+                blocked = True
+        if blocked:
+            _damped_solve_one(s, A, g, k, damping, keep, step, L, y)
+        biggest = 0.0
+        for c in range(k):
+            biggest = max(biggest, abs(s[step + c]))
+        shrink = MAX_STEP / biggest if biggest > MAX_STEP else 1.0
+        for c in range(k):
+            s[xt + c] = min(max(s[x + c] + s[step + c] * shrink, floats[bounds + c]), floats[bounds + k + c])
+            s[qt + ints[free + c]] = s[xt + c]
+        trial = first + slot if current == first else first
+        cost_trial = _evaluate_one(ints, floats, m, k, trial_q, tpos, trot, wp, wr, s, trial)
+        if cost_trial < cost:
+            cost = cost_trial
+            for c in range(k):
+                s[x + c] = s[xt + c]
+                q[ints[free + c]] = s[xt + c]
+            current = trial
+            ep, er = s[current + 6 + 6 * k], s[current + 7 + 6 * k]
+            damping = max(damping * 0.2, MIN_DAMPING)
+        else:
+            damping = min(damping * 10.0, MAX_DAMPING)
+            if damping >= MAX_DAMPING:
+                break
+        if stall_window > 0 and iterations % stall_window == 0:
+            if cost > 0.5 * checkpoint and cost > STALL_FLOOR:
+                break
+            checkpoint = cost
+    errors[0, 0], errors[0, 1] = ep, er
+    return iterations, not ((wp > 0 and ep > tol_p) or (wr > 0 and er > tol_r)), 0.0
+
+
+def _descend(data, ints, floats, q, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, stall_window, errors):
     """One LM descent from q (n,), in place. Returns (iterations, converged, swivel residual);
-    `errors` (T,2) holds the unweighted errors at the returned q."""
+    `errors` (T,2) holds the unweighted errors at the returned q. `ints`, `floats`: the chain's
+    flat buffers, which `_descend_one` reads for one target (the plain form ignores them)."""
+    if SINGLE_CHAIN_FORM and data[9].shape[0] == 1 and data[13].shape[0] != 3:
+        return _descend_one(ints, floats, q, tpos, trot, twt[0, 0], twt[0, 1], tol_p, tol_r, max_iterations, stall_window,
+                            errors)
     free, lower, upper = data[17], data[18], data[19]
     k = free.shape[0]
     has_swivel = data[13].shape[0] == 3
@@ -832,7 +1088,7 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
     return iterations, True
 
 
-def _solve_rows(data, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, stall_window,
+def _solve_rows(data, ints, floats, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, stall_window,
                 stop_at_first, posture, q_out, errors_out, swivel_out, iterations_out, converged_out, settled_out):
     """`_descend` from every row of seeds (S, n), row s aiming at problem problem_of[s] (its
     targets tpos/trot/twt[p] and swivel wanted[s]). With stop_at_first the rows after the first
@@ -844,7 +1100,7 @@ def _solve_rows(data, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, 
     for s in range(seeds.shape[0]):
         p = problem_of[s]
         q_out[s, :] = seeds[s]
-        its, ok, sw = _descend(data, q_out[s], tpos[p], trot[p], twt[p], wanted[s], tol_p, tol_r, max_iterations,
+        its, ok, sw = _descend(data, ints, floats, q_out[s], tpos[p], trot[p], twt[p], wanted[s], tol_p, tol_r, max_iterations,
                                stall_window, errors_out[s])
         settled_out[s] = False
         if ok and settle:
@@ -919,7 +1175,7 @@ def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, pos
     iterations = np.zeros(rows, dtype=np.int64)
     converged = np.zeros(rows, dtype=np.bool_)
     settled = np.zeros(rows, dtype=np.bool_)
-    ran = _solve_rows(data, seeds, problem_of, tpos, trot, twt, wanted, settings[0], settings[1], int(settings[2]),
+    ran = _solve_rows(data, ints, floats, seeds, problem_of, tpos, trot, twt, wanted, settings[0], settings[1], int(settings[2]),
                       int(settings[3]), settings[4] > 0.5, posture, q_out, errors_out, swivel, iterations, converged,
                       settled)
     for s in range(rows):
@@ -953,29 +1209,28 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
     float64 errors at q_out, measured by the descent (the unwrap moves joints by whole turns only).
     The arithmetic is `_packed_rows`' followed by `_finish`'s, in the same order, so the answer
     is the general path's to the bit."""
-    data = _unpack(ints, floats)
     m, t, p, k = ints[0], ints[1], ints[2], ints[3]
-    free = data[17]
-    at = 17 * m + 12 * t + 12 * p + 2 * k
+    free = ints[4 + 4 * m + t + p:4 + 4 * m + t + p + k]
+    at = 17 * m + 12 * t + 12 * p
+    lower, upper = floats[at:at + k], floats[at + k:at + 2 * k]
+    at += 2 * k
     tol_p, tol_r = floats[at], floats[at + 1]
     max_iterations, stall_window = int(floats[at + 2]), int(floats[at + 3])
     use_posture = floats[at + 4] > 0.5
     n = int(floats[at + 5])
     seeds = int(floats[at + 6])
     at += FRAME_SETTINGS
-    scratch = np.empty(2 * t + 2 * k + 3 * t + 9 * t + 2 * t)
-    twt = scratch[:2 * t].reshape((t, 2))
+    # shaped allocations, not views of one: a reshape costs more than an allocation here
+    twt = np.empty((t, 2))
     for i in range(t):
         twt[i, 0], twt[i, 1] = floats[at + 2 * i], floats[at + 2 * i + 1]
     at += 2 * t
     lower_at, upper_at = at, at + n
     at += 2 * n
-    posture = scratch[2 * t:2 * t + 2 * k]
-    for c in range(2 * k):
-        posture[c] = floats[at + c]
-    tpos = scratch[2 * t + 2 * k:5 * t + 2 * k].reshape((t, 3))
-    trot = scratch[5 * t + 2 * k:14 * t + 2 * k].reshape((t, 3, 3))
-    errors = scratch[14 * t + 2 * k:16 * t + 2 * k].reshape((t, 2))
+    posture = floats[at:at + 2 * k]
+    tpos = np.empty((t, 3))
+    trot = np.empty((t, 3, 3))
+    errors = np.empty((t, 2))
     if start.shape[0] != n or positions.shape[0] != 3 * t or wxyz.shape[0] != 4 * t or q_out.shape[0] != n:
         return FRAME_REFUSED, 0.0, 0.0, 0
     for c in range(n):
@@ -994,7 +1249,6 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
         trot[i, 0, 0], trot[i, 0, 1], trot[i, 0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
         trot[i, 1, 0], trot[i, 1, 1], trot[i, 1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
         trot[i, 2, 0], trot[i, 2, 1], trot[i, 2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
-    lower, upper = data[18], data[19]
     fractions = at + 2 * k  # cold: the first batch's seeds as fractions of each joint's range (seeds x k)
     iterations = 0
     ok = False
@@ -1007,14 +1261,19 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
                 lo = lower[c] if math.isfinite(lower[c]) else start[j] - np.pi
                 hi = upper[c] if math.isfinite(upper[c]) else start[j] + np.pi
                 q_out[j] = lo + floats[fractions + row * k + c] * (hi - lo)
-        its, ok, _ = _descend(data, q_out, tpos, trot, twt, 0.0, tol_p, tol_r, max_iterations, stall_window, errors)
+        if SINGLE_CHAIN_FORM and t == 1 and p != 3:  # `_descend`'s own test, without unpacking the chain
+            its, ok, _ = _descend_one(ints, floats, q_out, tpos, trot, twt[0, 0], twt[0, 1], tol_p, tol_r, max_iterations,
+                                      stall_window, errors)
+        else:
+            its, ok, _ = _descend(_unpack(ints, floats), ints, floats, q_out, tpos, trot, twt, 0.0, tol_p, tol_r,
+                                  max_iterations, stall_window, errors)
         iterations += its
         if ok:
             break
     if not ok:
         return FRAME_GENERAL, 0.0, 0.0, iterations
     if use_posture and p != 3:
-        extra, settled = _settle(data, q_out, tpos, trot, twt, posture, tol_p, tol_r, errors)
+        extra, settled = _settle(_unpack(ints, floats), q_out, tpos, trot, twt, posture, tol_p, tol_r, errors)
         iterations += extra
         if not settled:
             return FRAME_GENERAL, 0.0, 0.0, iterations
@@ -1057,12 +1316,13 @@ def frame_floats(chain: KernelChain, tol_p: float, tol_r: float, max_iterations:
 # ---- building the two forms --------------------------------------------------------------------
 
 _LEAVES = ("workspace_size", "_workspace", "_forward", "_tip", "_rotation_error", "_swivel_angle", "_wrap", "_add_column", "_evaluate", "_normal",
-           "_cholesky", "_damped_solve", "_min_norm", "_converged", "_descend", "_family_error", "_toward",
+           "_cholesky", "_damped_solve", "_min_norm", "_converged", "_forward_one", "_evaluate_one", "_damped_solve_one",
+           "_descend_one", "_descend", "_family_error", "_toward",
            "_return_to_family", "_settle", "_solve_rows", "_unpack", "_packed_rows", "_frame")
 #: Leaves numba splices into their callers: a call of a compiled function takes a reference
 #: (an atomic count increment and decrement) on every array it is handed, and these run per
 #: joint or per evaluation, where the counting was a fifth of a tracking frame.
-_INLINED = ("_forward", "_tip", "_rotation_error", "_add_column")
+_INLINED = ("_forward", "_tip", "_rotation_error", "_add_column", "_forward_one")
 _lock = threading.Lock()
 _numpy_form: types.FunctionType | None = None
 _numba_form = None
@@ -1078,7 +1338,8 @@ def _plain():
     global _numpy_form
     if _numpy_form is None:
         namespace = dict(globals())
-        namespace.update(_evaluate=_evaluate_np, _normal=_normal_np, _damped_solve=_damped_solve_np, _min_norm=_min_norm_np)
+        namespace.update(_evaluate=_evaluate_np, _normal=_normal_np, _damped_solve=_damped_solve_np, _min_norm=_min_norm_np,
+                         SINGLE_CHAIN_FORM=False)
         for name in ("_converged", "_descend", "_return_to_family", "_settle", "_solve_rows"):
             original = globals()[name]
             namespace[name] = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
@@ -1260,6 +1521,6 @@ def solve_rows(chain: KernelChain, seeds, problem_of, tpos, trot, twt, wanted, t
     swivel = np.zeros(count)
     iterations = np.zeros(count, dtype=np.int64)
     converged = np.zeros(count, dtype=np.bool_)
-    _plain()(chain.plain_data, seeds, problem_of, tpos, trot, twt, wanted, float(tol_p), float(tol_r), int(max_iterations),
+    _plain()(chain.plain_data, chain.ints, chain.floats, seeds, problem_of, tpos, trot, twt, wanted, float(tol_p), float(tol_r), int(max_iterations),
              int(stall_window), bool(stop_at_first), posture, q, errors, swivel, iterations, converged, settled)
     return q, errors, swivel, iterations, converged
