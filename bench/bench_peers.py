@@ -1167,7 +1167,7 @@ def main() -> int:
     parser.add_argument("--profile", type=int, default=1000, help="--extras: profiled tracking frames")
     parser.add_argument("--first-solve", action="store_true",
                         help="only the first-solve-after-Add-IK-Target rows of --extras, in their own section")
-    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--no-write", action="store_true", help="print only: neither RESULTS.md nor the last-run JSON")
     args = parser.parse_args()
     if args.head and "KINEMA_SOURCE" not in os.environ:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
@@ -1245,8 +1245,9 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     dump = {name: {f"{label}|{mode}": r for (label, mode), r in res.items()} for name, res in all_results.items()}
-    (ROOT / "bench" / ("last_peers_unseen_run.json" if unseen_only else "last_peers_run.json")).write_text(json.dumps({"command": command, "versions": info, "results": dump}, indent=1))
     if not args.no_write:
+        (ROOT / "bench" / ("last_peers_unseen_run.json" if unseen_only else "last_peers_run.json")).write_text(
+            json.dumps({"command": command, "versions": info, "results": dump}, indent=1))
         from results_file import write_section
 
         write_section(UNSEEN_SECTION if unseen_only else SECTION, text)
