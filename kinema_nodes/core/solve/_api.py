@@ -21,6 +21,7 @@ from ..errors import KinemaError
 from ._blas import single_threaded_blas
 from ._chain import problem_for
 from ._frame import FrameSolve, solve_frame
+from ._kernel import BRANCH_JUMP as _kernel_branch_jump
 from ._kernel import kernel_status
 from ._numpy_backend import lm_run, solve_numpy
 from ._types import (IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
@@ -98,12 +99,43 @@ def _finish(robot, problem, start, q_raw, targets: TargetArrays, options: SolveO
     return clipped, errors[0]
 
 
-#: A warm solve whose answer moves any joint further than this (rad or m) has changed branch.
-BRANCH_JUMP = 0.5
+#: A warm solve whose answer moves any joint further than this (rad or m) has changed branch
+#: (the compiled frame call leaves such a frame to this path: one bound for both).
+BRANCH_JUMP = _kernel_branch_jump
 
 
 def _jumped(q: np.ndarray, start: np.ndarray, problem) -> bool:
     return bool(np.max(np.abs(q[problem.free] - start[problem.free]), initial=0.0) > BRANCH_JUMP)
+
+
+def _walk(robot, problem, start, target_arrays, options):
+    """A converged warm answer that changed branch, found again on the start's branch (core/
+    solve/_continuation.py): among seeds close around the start, else by leading the tool there
+    in small steps. (q, errors, iterations) under the contract, or None (the direct answer stands)."""
+    from ._continuation import nearby, walk
+    from ._numpy_backend import descend_batch
+
+    tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
+
+    def descend(q0, targets, tol_p, tol_r, iterations):
+        return lm_run(problem, q0, targets, tol_p, tol_r, iterations)
+
+    def descend_rows(seeds, targets, tol_p, tol_r, iterations):
+        # no stall test: beside a singularity these crawl for a while and then arrive
+        q, errors, _, its, ok = descend_batch(problem, seeds, targets, tol_p, tol_r, iterations, stall_window=0)
+        return q, errors, its, ok
+
+    spent = 0
+    for attempt in (walk, nearby):
+        found = attempt(problem, start, target_arrays, tol_p, tol_r, options.max_iterations, BRANCH_JUMP,
+                        descend_rows if attempt is nearby else descend)
+        if found is None:
+            continue
+        spent += found[2]
+        q, errors = _finish(robot, problem, start, found[0], target_arrays, options, found[1])
+        if _within(errors, target_arrays.weights, tol_p, tol_r):
+            return q, errors, spent
+    return None
 
 
 def _reason(robot, problem, q, converged: bool, over_budget: bool) -> str:
@@ -221,6 +253,12 @@ def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, 
             q_near, errors_near = _finish(robot, problem, start, q_near, target_arrays, options, errors_near)
             if ok_near or np.sum((errors_near * target_arrays.weights) ** 2) < np.sum((errors * target_arrays.weights) ** 2):
                 q, errors, converged = q_near, errors_near, ok_near
+    if converged and not options.cold and _jumped(q, start, problem):
+        walked = _walk(robot, problem, start, target_arrays, options)
+        if walked is not None:
+            q, errors, extra = walked
+            iterations += extra
+            settled = False
     if not converged and backend == "pyroki" and float(np.max(errors)) < POLISH_BELOW:
         q_polished, _, extra, _ = lm_run(problem, q, target_arrays, tol_p, tol_r, POLISH_ITERATIONS)
         q2, errors2 = _finish(robot, problem, start, q_polished, target_arrays, options)

@@ -34,6 +34,14 @@ import numpy as np
 MAX_STEP = 0.6
 MAX_DAMPING = 1e6
 START_DAMPING = 1e-3
+#: On a chain with exactly as many free joints as weighted equations (a 6-joint arm reaching a
+#: pose) the damping near an answer follows the cost (Chan's rule, as roboticstoolbox's `ik_LM`):
+#: at most this times the weighted squared error. A tracking frame starts a few hundredths of a
+#: radian away, where the fixed START_DAMPING held back the steps of a 6-joint arm beside a
+#: singular pose (UR5, Kinova: 3-5 iterations a frame instead of 2). Not on a redundant chain
+#: (its spare joints would take the larger steps) nor on one with too few joints, whose descent
+#: ends where the damping path leads it (a hand-off's elbow: bake and playback must agree there).
+DAMPING_PER_COST = 0.1
 #: The damping never falls below this. On a redundant chain J^T J is singular, and a step solved
 #: with a tinier damping amplifies rounding (1 / damping) into the spare joints: answers would
 #: then depend on summation order, not on the problem. At 1e-6 the numba and NumPy forms agree
@@ -771,7 +779,8 @@ def _descend_one(ints, floats, q, tpos, trot, wp, wr, tol_p, tol_r, max_iteratio
     current = first
     cost = _evaluate_one(ints, floats, m, k, q, tpos, trot, wp, wr, s, current)
     ep, er = s[current + 6 + 6 * k], s[current + 7 + 6 * k]
-    damping = START_DAMPING
+    square = k == (3 if wp > 0 else 0) + (3 if wr > 0 else 0)
+    damping = min(START_DAMPING, max(DAMPING_PER_COST * cost, MIN_DAMPING)) if square else START_DAMPING
     checkpoint = cost
     iterations = 0
     while k > 0 and iterations < max_iterations and ((wp > 0 and ep > tol_p) or (wr > 0 and er > tol_r)):
@@ -815,7 +824,7 @@ def _descend_one(ints, floats, q, tpos, trot, wp, wr, tol_p, tol_r, max_iteratio
                 q[ints[free + c]] = s[xt + c]
             current = trial
             ep, er = s[current + 6 + 6 * k], s[current + 7 + 6 * k]
-            damping = max(damping * 0.2, MIN_DAMPING)
+            damping = max(min(damping * 0.2, DAMPING_PER_COST * cost) if square else damping * 0.2, MIN_DAMPING)
         else:
             damping = min(damping * 10.0, MAX_DAMPING)
             if damping >= MAX_DAMPING:
@@ -873,7 +882,11 @@ def _descend(data, ints, floats, q, tpos, trot, twt, wanted, tol_p, tol_r, max_i
     for c in range(n):
         q_trial[c] = q[c]
     keep = np.empty(k, dtype=np.bool_)
-    damping = START_DAMPING
+    equations = 1 if has_swivel else 0
+    for i in range(t):
+        equations += (3 if twt[i, 0] > 0 else 0) + (3 if twt[i, 1] > 0 else 0)
+    square = k == equations
+    damping = min(START_DAMPING, max(DAMPING_PER_COST * cost, MIN_DAMPING)) if square else START_DAMPING
     checkpoint = cost
     iterations = 0
     while iterations < max_iterations and not _converged(errors, twt, tol_p, tol_r, swivel, has_swivel):
@@ -906,7 +919,7 @@ def _descend(data, ints, floats, q, tpos, trot, twt, wanted, tol_p, tol_r, max_i
             errors[:, :] = errors_trial
             r, r_trial = r_trial, r
             J, J_trial = J_trial, J
-            damping = max(damping * 0.2, MIN_DAMPING)
+            damping = max(min(damping * 0.2, DAMPING_PER_COST * cost) if square else damping * 0.2, MIN_DAMPING)
         else:
             damping = min(damping * 10.0, MAX_DAMPING)
             if damping >= MAX_DAMPING:
@@ -1191,6 +1204,10 @@ def _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, pos
 #: clip the answer: restarts, reasons and clipping as `solve` does them); refused (a number `solve`
 #: refuses, so that it names the problem).
 FRAME_DONE, FRAME_GENERAL, FRAME_REFUSED = 0, 1, 2
+#: A warm solve whose answer moves any free joint further than this (rad or m) has changed
+#: branch: `_frame` leaves it to the general path, which walks the tool there instead
+#: (core/solve/_continuation.py; `_api._complete` tests the same bound on the same numbers).
+BRANCH_JUMP = 0.5
 #: `_types.MAX_TARGET_DISTANCE_M` squared (kept here: the kernel imports nothing of the package).
 FRAME_MAX_DISTANCE_SQUARED = 1.0e4 ** 2
 #: Frame settings after the chain's floats (`frame_floats`): tol_p, tol_r, max_iterations,
@@ -1286,6 +1303,11 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
         v = q_out[c]
         if not (v >= floats[lower_at + c] and v <= floats[upper_at + c]):  # NaN too
             return FRAME_GENERAL, 0.0, 0.0, iterations
+    if seeds == 0:
+        for c in range(k):
+            j = free[c]
+            if abs(q_out[j] - start[j]) > BRANCH_JUMP:
+                return FRAME_GENERAL, 0.0, 0.0, iterations
     position_error = errors[0, 0]
     rotation_error = errors[0, 1]
     for i in range(1, t):
