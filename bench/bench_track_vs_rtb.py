@@ -25,7 +25,7 @@ from kinema_nodes.core.solve._bench import tracking_cases  # noqa: E402
 
 REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
 ROBOTS = sys.argv[2].split(",") if len(sys.argv) > 2 else [name for name, _ in bp.ROBOTS]
-N = 300
+N = int(__import__("os").environ.get("FRAMES", 300))
 
 
 def main() -> None:
