@@ -128,3 +128,21 @@ def test_a_far_move_of_the_target_ends_where_moving_the_tool_there_leads(robots,
         assert np.max(np.abs(result.joints - expected)) <= 1e-4, (result.joints, expected)
         position, angle = _judge(ur5_yourdfpy, robot, "tool0", result.joints, end_pose)
         assert position <= 1e-5 and angle <= 1e-5 + 1e-7
+
+
+def test_a_search_from_a_random_seed_keeps_the_answer_it_lands_on(robots, ur5_yourdfpy):
+    """`keep_branch=False` (a search whose start is only a seed, as collision avoidance's tries
+    of other branches): the descent's own answer stands. On the first far move above it lands
+    with the wrist turned by pi, where the branch-keeping solve walks to the closed form's branch."""
+    robot = robots("ur5")
+    q0 = np.array([-5.774113, 2.915476, 0.718628, -5.926736, 2.754797, -6.082227])
+    q1 = np.array([-5.309801, 2.938442, 1.491016, -6.283185, 3.369168, -6.283185])
+    end_pose = link_pose(robot, q1, "tool0")
+    target = IKTarget("tool0", tuple(end_pose[:3, 3]), tuple(matrix_to_quaternion(end_pose[:3, :3])))
+    kept = solve(robot, target, q0, WARM)
+    seeded = solve(robot, target, q0, WARM, keep_branch=False)
+    assert kept.converged and seeded.converged
+    assert np.max(np.abs(seeded.joints - kept.joints)) > 1.0
+    for result in (kept, seeded):
+        position, angle = _judge(ur5_yourdfpy, robot, "tool0", result.joints, end_pose)
+        assert position <= 1e-5 and angle <= 1e-5 + 1e-7

@@ -151,13 +151,16 @@ def _reason(robot, problem, q, converged: bool, over_budget: bool) -> str:
 
 
 def solve(
-    robot, targets: IKTarget | Sequence[IKTarget], start: np.ndarray, options: SolveOptions | None = None
+    robot, targets: IKTarget | Sequence[IKTarget], start: np.ndarray, options: SolveOptions | None = None, *,
+    keep_branch: bool = True,
 ) -> SolveResult:
     """Joint values that put each target link at its pose, starting from `start`.
 
     Never raises for a hard target: an unreachable one returns the closest pose found with
     converged=False. Raises `KinemaError` for a malformed request (NaN, zero quaternion,
-    unknown link or joint, wrong start length).
+    unknown link or joint, wrong start length). A warm solve keeps the branch the start is on
+    (core/solve/_continuation.py); `keep_branch=False` is for a search whose start is only a
+    seed (a random one), where landing far from it is no branch change to undo.
     """
     t0 = time.perf_counter()
     options = DEFAULT_OPTIONS if options is None else options
@@ -170,9 +173,9 @@ def solve(
         if result is not None:
             return result
     if options.backend == "numpy" and kernel_status()[0] == "numba":  # no BLAS call on this path
-        return _solve(robot, targets, start, options, t0)
+        return _solve(robot, targets, start, options, t0, keep_branch)
     with single_threaded_blas():
-        return _solve(robot, targets, start, options, t0)
+        return _solve(robot, targets, start, options, t0, keep_branch)
 
 
 def _checked(robot, targets, start, options: SolveOptions):
@@ -204,7 +207,7 @@ def _within(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float)
     return True
 
 
-def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResult:
+def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch: bool = True) -> SolveResult:
     if options.avoid is not None:  # solve_many's frame-by-frame path
         from ..stages.collisions import solve_avoiding
 
@@ -232,11 +235,11 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float) -> SolveResu
         q_raw, errors, iterations, _, over_budget, settled = solve_numpy(
             problem, start, target_arrays, options, t0, posture_argument(problem, target_arrays.weights, options.posture))
     return _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
-                     fallback_reason, settled=settled)
+                     fallback_reason, settled=settled, keep_branch=keep_branch)
 
 
 def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
-              fallback_reason, settled: bool = False) -> SolveResult:
+              fallback_reason, settled: bool = False, keep_branch: bool = True) -> SolveResult:
     """The contract on a backend's raw answer (shared by `solve` and `solve_many`): `_finish`,
     then for PyRoki the branch check and the float64 polish, then the posture slide (unless the
     kernel `settled` the answer already, in the call that found it)."""
@@ -253,7 +256,7 @@ def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, 
             q_near, errors_near = _finish(robot, problem, start, q_near, target_arrays, options, errors_near)
             if ok_near or np.sum((errors_near * target_arrays.weights) ** 2) < np.sum((errors * target_arrays.weights) ** 2):
                 q, errors, converged = q_near, errors_near, ok_near
-    if converged and not options.cold and _jumped(q, start, problem):
+    if converged and keep_branch and not options.cold and _jumped(q, start, problem):
         walked = _walk(robot, problem, start, target_arrays, options)
         if walked is not None:
             q, errors, extra = walked

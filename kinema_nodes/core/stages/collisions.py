@@ -998,7 +998,7 @@ def solve_avoiding(robot, targets, start, options, plain_solve):
         for q in robot.random_configurations(BRANCH_SEEDS, rng):
             seed = start.copy()
             seed[problem.free] = q[problem.free]
-            other = plain_solve(robot, targets, seed, warm)
+            other = plain_solve(robot, targets, seed, warm, keep_branch=False)  # a random seed: any branch will do
             iterations += other.iterations
             if other.converged:
                 other_pairs, _ = _pairs(robot, model, kin, avoid, other.joints)
