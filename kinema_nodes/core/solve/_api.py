@@ -110,8 +110,8 @@ def _jumped(q: np.ndarray, start: np.ndarray, problem) -> bool:
 
 def _walk(robot, problem, start, target_arrays, options):
     """A converged warm answer that changed branch, found again on the start's branch (core/
-    solve/_continuation.py): among seeds close around the start, else by leading the tool there
-    in small steps. (q, errors, iterations) under the contract, or None (the direct answer stands)."""
+    solve/_continuation.py): by leading the tool there in small steps, else among seeds close
+    around the start. (q, errors, iterations) under the contract, or None (the direct answer stands)."""
     from ._continuation import nearby, walk
     from ._numpy_backend import descend_batch
 

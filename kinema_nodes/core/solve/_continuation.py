@@ -6,11 +6,11 @@ tool is where it was asked to be, but the arm pops through half a turn between t
 animator asked for the branch the arm is on. Here the tool is led from where it is at the start
 to its target through intermediate poses (positions along the line, rotations along the
 geodesic), each solved from the last, so the joints follow the branch they started on; a
-step that itself jumps is halved. First, though, a handful of seeds scattered close around the
-start are tried in one kernel call: beside a wrist singularity pinned at a limit the descent
-from the start itself stalls (the two wrist joints it must split move as one there), and a
-nearby seed breaks the tie. When neither finds an answer near the start (a limit or a
-singularity bars the way), the caller keeps the direct answer.
+step that itself jumps is halved. Where the walk cannot finish (beside a wrist singularity
+pinned at a limit the descent stalls: the two wrist joints it must split move as one there),
+seeds scattered close around the start are tried in one kernel call, and the converged answer
+nearest the start is taken if it lies within the bound. When neither finds one (a limit or a
+singularity bars every nearby way), the caller keeps the direct answer.
 """
 
 from __future__ import annotations
