@@ -126,13 +126,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console script: `main`, then exit. Under Blender's module, exit without running its
-    shutdown code, which some bpy versions (4.5) can hang in at process exit."""
+    shutdown code, which some bpy versions (4.5) can hang in at process exit. Likewise while the
+    solver kernel's first compile is still running: a command does not wait for it at exit (a
+    script's interpreter does, `core.solve._kernel._finish_build_at_exit`); the next one starts it again."""
     code = main()
-    if "bpy" in sys.modules:
+    if "bpy" in sys.modules or _kernel_compiling():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
+
+
+def _kernel_compiling() -> bool:
+    kernel = sys.modules.get("kinema_nodes.core.solve._kernel")
+    return kernel is not None and kernel.kernel_building()
 
 
 if __name__ == "__main__":

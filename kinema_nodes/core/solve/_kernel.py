@@ -21,6 +21,7 @@ bounds each call by iterations and checks its budget between calls.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
 import os
@@ -1440,9 +1441,26 @@ def _compiled(wait: bool = False):
             _state = "compiling"
             _thread = threading.Thread(target=_build_numba, name="kinema-kernel-compile", daemon=True)
             _thread.start()
+            atexit.register(_finish_build_at_exit)
     if wait and _thread is not None:
         _thread.join()
     return _numba_form if _state == "ready" else None
+
+
+def kernel_building() -> bool:
+    """True while the compiled kernel's build thread is running."""
+    return _thread is not None and _thread.is_alive()
+
+
+def _finish_build_at_exit() -> None:
+    """At interpreter exit, let a kernel build in progress finish first. A daemon thread stopped
+    inside LLVM's compile aborts the process ("terminate called ... exception not rethrown",
+    exit code -6) after its work succeeded, so a script could not tell success from failure;
+    the finished build is cached for every later process. Only the first process on a machine
+    (the build takes seconds to a minute) can wait here."""
+    thread = _thread
+    if thread is not None and thread.is_alive():
+        thread.join()
 
 
 class _ExampleChain:
