@@ -354,6 +354,28 @@ def test_a_new_process_uses_the_export_file_without_importing_pyroki(robots, sol
     assert done.stdout.split() == ["pyroki", "True", "False"]
 
 
+def test_a_script_that_exits_while_the_kernel_first_compiles_ends_cleanly_with_the_build_cached(tmp_path):
+    """A fresh machine (an empty cache folder): a script solves once, which starts the kernel's
+    compile in a thread, and exits at once. It exits 0 with its answer printed, and the build
+    finished and was cached before the interpreter went (a build thread stopped inside LLVM
+    aborted such a script with -6 now and then, and left nothing cached)."""
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_CACHE_DIR"}
+    env["KINEMA_CACHE_DIR"] = str(tmp_path)
+    code = textwrap.dedent(
+        """
+        from kinema_nodes.core.model.robot import load_robot
+        from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_summary, solve
+        robot = load_robot("arm6")
+        result = solve(robot, IKTarget("tool_tcp", (0.4, 0.1, 0.4), (0, 1, 0, 0)), robot.mid_configuration(),
+                       SolveOptions(backend="numpy"))
+        print(result.converged, kernel_summary().split(":")[1].split()[0])
+        """)
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "compiling"], done.stdout  # the script ended before the build did
+    assert list((tmp_path / "numba").rglob("*.nbi")), "the kernel's build was not cached"
+
+
 def test_with_jax_hidden_the_numpy_backend_serves_and_says_why(tmp_path):
     done = _run_python(
         """
