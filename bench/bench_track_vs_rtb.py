@@ -10,6 +10,7 @@ own previous answer; the figure is the median over reps of each rep's median fra
 
 (KINEMA_SOURCE measures another checkout, as for bench_peers.py.)
 """
+import os
 import sys
 import tempfile
 import time
@@ -25,7 +26,7 @@ from kinema_nodes.core.solve._bench import tracking_cases  # noqa: E402
 
 REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
 ROBOTS = sys.argv[2].split(",") if len(sys.argv) > 2 else [name for name, _ in bp.ROBOTS]
-N = int(__import__("os").environ.get("FRAMES", 300))
+N = int(os.environ.get("FRAMES", 300))
 
 
 def main() -> None:

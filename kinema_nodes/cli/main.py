@@ -128,7 +128,7 @@ def run() -> None:
     """The console script: `main`, then exit. Under Blender's module, exit without running its
     shutdown code, which some bpy versions (4.5) can hang in at process exit. Likewise while the
     solver kernel's first compile is still running: a command does not wait for it at exit (a
-    script's interpreter does, `core.solve._kernel._finish_build_at_exit`); the next one starts it again."""
+    script's interpreter does, `core.solve.wait_for_kernel_build`); the next one starts it again."""
     code = main()
     if "bpy" in sys.modules or _kernel_compiling():
         sys.stdout.flush()

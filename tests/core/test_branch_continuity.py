@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.model.rotations import axis_angle_matrices, matrix_to_quaternion, rotation_log
+from kinema_nodes.core.model.rotations import axis_angle_matrices, matrix_to_quaternion, rotation_log, wrap_angle
 from kinema_nodes.core.solve import IKTarget, SolveOptions, prepare, solve, solve_many
 from kinema_nodes.core.solve._bench import tracking_cases
 
@@ -26,10 +26,6 @@ WARM = SolveOptions(backend="numpy", cold=False)
 #: A frame-to-frame move larger than this is a branch flip (the benchmark's definition; the
 #: trajectories below move every joint at most 0.02 rad a frame).
 FLIP_RAD = 0.5
-
-
-def _wrapped(d: np.ndarray) -> np.ndarray:
-    return (d + np.pi) % (2 * np.pi) - np.pi
 
 
 def _judge(urdf, robot, link, q, target_pose):
@@ -66,7 +62,7 @@ def test_tracking_past_a_wrist_singularity_at_a_limit_keeps_its_branch(robots, u
     for i in range(len(truth)):
         result = prepared.solve(targets[i:i + 1, :3], targets[i:i + 1, 3:7], q)
         assert result.converged, i
-        move = np.max(np.abs(np.where(robot.is_continuous, _wrapped(result.joints - q), result.joints - q)))
+        move = np.max(np.abs(np.where(robot.is_continuous, wrap_angle(result.joints - q), result.joints - q)))
         assert move <= FLIP_RAD, f"frame {i}: a joint moved {move:.3f} rad"
         q = result.joints
         answers.append(q)
@@ -97,7 +93,7 @@ def _closed_form_follow(robot, oracle, q0, start_pose, end_pose, samples=400):
     q = q0.copy()
     for fraction in np.linspace(0.0, 1.0, samples + 1)[1:]:
         answers = oracle.solutions(_along(start_pose, end_pose, fraction))
-        steps = _wrapped(answers - q)
+        steps = wrap_angle(answers - q)
         best = int(np.argmin(np.max(np.abs(steps), axis=1)))
         assert np.max(np.abs(steps[best])) < 0.05, "the straight line passes a singularity: no clear branch"
         q = q + steps[best]

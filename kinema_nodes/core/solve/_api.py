@@ -21,8 +21,7 @@ from ..errors import KinemaError
 from ._blas import single_threaded_blas
 from ._chain import problem_for
 from ._frame import FrameSolve, solve_frame
-from ._kernel import BRANCH_JUMP as _kernel_branch_jump
-from ._kernel import kernel_status
+from ._kernel import BRANCH_JUMP, kernel_status
 from ._numpy_backend import lm_run, solve_numpy
 from ._types import (IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
                      check_targets, pack_targets)
@@ -99,11 +98,6 @@ def _finish(robot, problem, start, q_raw, targets: TargetArrays, options: SolveO
     return clipped, errors[0]
 
 
-#: A warm solve whose answer moves any joint further than this (rad or m) has changed branch
-#: (the compiled frame call leaves such a frame to this path: one bound for both).
-BRANCH_JUMP = _kernel_branch_jump
-
-
 def _jumped(q: np.ndarray, start: np.ndarray, problem) -> bool:
     return bool(np.max(np.abs(q[problem.free] - start[problem.free]), initial=0.0) > BRANCH_JUMP)
 
@@ -113,22 +107,11 @@ def _walk(robot, problem, start, target_arrays, options):
     solve/_continuation.py): by leading the tool there in small steps, else among seeds close
     around the start. (q, errors, iterations) under the contract, or None (the direct answer stands)."""
     from ._continuation import nearby, walk
-    from ._numpy_backend import descend_batch
 
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
-
-    def descend(q0, targets, tol_p, tol_r, iterations):
-        return lm_run(problem, q0, targets, tol_p, tol_r, iterations)
-
-    def descend_rows(seeds, targets, tol_p, tol_r, iterations):
-        # no stall test: beside a singularity these crawl for a while and then arrive
-        q, errors, _, its, ok = descend_batch(problem, seeds, targets, tol_p, tol_r, iterations, stall_window=0)
-        return q, errors, its, ok
-
     spent = 0
     for attempt in (walk, nearby):
-        found = attempt(problem, start, target_arrays, tol_p, tol_r, options.max_iterations, BRANCH_JUMP,
-                        descend_rows if attempt is nearby else descend)
+        found = attempt(problem, start, target_arrays, tol_p, tol_r, options.max_iterations, BRANCH_JUMP)
         if found is None:
             continue
         spent += found[2]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.rotations import axis_angle_matrices, rotation_log
+from ._numpy_backend import descend_batch, lm_run
 from ._types import TargetArrays
 
 #: A walk's first step covers this fraction of the way; a step that lands is doubled, one that
@@ -38,7 +39,7 @@ STEP_ITERATIONS = 30
 GUIDE_TOLERANCE = 1e-4
 
 
-def start_poses(problem, start: np.ndarray) -> list[np.ndarray]:
+def _start_poses(problem, start: np.ndarray) -> list[np.ndarray]:
     """Each target link's pose (4, 4) at `start`."""
     q = start[None]
     return [chain.tip_poses(q)[0] for chain in problem.chains]
@@ -57,11 +58,10 @@ def _along(poses, targets: TargetArrays, fraction: float) -> TargetArrays:
 
 
 def walk(problem, start: np.ndarray, targets: TargetArrays, tol_p: float, tol_r: float, max_iterations: int,
-         jump: float, descend) -> tuple[np.ndarray, np.ndarray, int] | None:
+         jump: float) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(q, errors, iterations) at the target reached by small steps from `start`, no step moving
-    a joint further than `jump`; None when the walk cannot get there. `descend(q0, targets,
-    tol_p, tol_r, iterations)` is one warm descent: (q, errors, iterations, converged)."""
-    poses = start_poses(problem, start)
+    a joint further than `jump`; None when the walk cannot get there."""
+    poses = _start_poses(problem, start)
     free = problem.free
     done, fraction = 0.0, FIRST_FRACTION
     q = start.copy()
@@ -70,10 +70,10 @@ def walk(problem, start: np.ndarray, targets: TargetArrays, tol_p: float, tol_r:
         goal = min(1.0, done + fraction)
         last = goal >= 1.0
         if last:
-            q_next, errors, iterations, ok = descend(q, targets, tol_p, tol_r, max_iterations)
+            q_next, errors, iterations, ok = lm_run(problem, q, targets, tol_p, tol_r, max_iterations)
         else:
-            q_next, errors, iterations, ok = descend(q, _along(poses, targets, goal), max(tol_p, GUIDE_TOLERANCE),
-                                                     max(tol_r, GUIDE_TOLERANCE), STEP_ITERATIONS)
+            q_next, errors, iterations, ok = lm_run(problem, q, _along(poses, targets, goal), max(tol_p, GUIDE_TOLERANCE),
+                                                    max(tol_r, GUIDE_TOLERANCE), STEP_ITERATIONS)
         spent += iterations
         if ok and np.max(np.abs(q_next[free] - q[free]), initial=0.0) <= jump:
             q, done = q_next, goal
@@ -88,17 +88,17 @@ def walk(problem, start: np.ndarray, targets: TargetArrays, tol_p: float, tol_r:
 
 
 def nearby(problem, start: np.ndarray, targets: TargetArrays, tol_p: float, tol_r: float, max_iterations: int,
-           jump: float, descend_batch) -> tuple[np.ndarray, np.ndarray, int] | None:
+           jump: float) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(q, errors, iterations) of the converged answer nearest the start among seeds scattered
-    within `jump` of it, if one lands within `jump`; else None. `descend_batch(seeds, targets,
-    tol_p, tol_r, iterations)` descends every row: (q, errors, iterations, converged) per row."""
+    within `jump` of it, if one lands within `jump`; else None. No stall test: beside a
+    singularity these descents crawl for a while and then arrive."""
     free = problem.free
     if len(free) > _SCATTER.shape[1]:
         return None
     seeds = np.tile(start, (NEARBY_SEEDS, 1))
     values = start[free] + NEARBY_SPREAD * jump * _SCATTER[:, :len(free)]
     seeds[:, free] = np.minimum(np.maximum(values, problem.lower), problem.upper)
-    q, errors, iterations, converged = descend_batch(seeds, targets, tol_p, tol_r, max_iterations)
+    q, errors, _, iterations, converged = descend_batch(problem, seeds, targets, tol_p, tol_r, max_iterations, stall_window=0)
     moves = np.max(np.abs(q[:, free] - start[free]), axis=1, initial=0.0)
     moves = np.where(converged, moves, np.inf)
     best = int(np.argmin(moves))

@@ -1441,7 +1441,7 @@ def _compiled(wait: bool = False):
             _state = "compiling"
             _thread = threading.Thread(target=_build_numba, name="kinema-kernel-compile", daemon=True)
             _thread.start()
-            atexit.register(_finish_build_at_exit)
+            atexit.register(wait_for_kernel_build)
     if wait and _thread is not None:
         _thread.join()
     return _numba_form if _state == "ready" else None
@@ -1449,18 +1449,7 @@ def _compiled(wait: bool = False):
 
 def kernel_building() -> bool:
     """True while the compiled kernel's build thread is running."""
-    return _thread is not None and _thread.is_alive()
-
-
-def _finish_build_at_exit() -> None:
-    """At interpreter exit, let a kernel build in progress finish first. A daemon thread stopped
-    inside LLVM's compile aborts the process ("terminate called ... exception not rethrown",
-    exit code -6) after its work succeeded, so a script could not tell success from failure;
-    the finished build is cached for every later process. Only the first process on a machine
-    (the build takes seconds to a minute) can wait here."""
-    thread = _thread
-    if thread is not None and thread.is_alive():
-        thread.join()
+    return _state == "compiling"
 
 
 class _ExampleChain:
@@ -1500,7 +1489,13 @@ def wait_for_kernel_build() -> None:
     thread imports numba deadlocks (seen with gdb on bpy 5.3): bpy's USD library, initialising under
     the dynamic loader's lock, gives up the GIL and waits to take it back, while the build thread
     holds the GIL and waits on that loader lock to open one of numba's extension modules.
-    `kinema_nodes.blender` and `register()` call this before they load bpy."""
+    `kinema_nodes.blender` and `register()` call this before they load bpy.
+
+    It also runs at interpreter exit (registered when a build starts): a daemon thread stopped
+    inside LLVM's compile aborts the process ("terminate called ... exception not rethrown",
+    exit code -6) after its work succeeded, so a script could not tell success from failure;
+    waiting leaves the build cached for every later process. Only the first process on a machine
+    (seconds to a minute of compile) can wait there."""
     if _state == "compiling":
         _compiled(wait=True)
 
