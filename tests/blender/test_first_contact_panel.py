@@ -1,0 +1,114 @@
+"""First contact (issue #29, items 6, 9 and 23): the Preferences exist where Blender looks for
+them, every operator that edits data can be undone, and the readout and limit words say what
+they mean. Robots: robosuite's Kinova Jaco (7 axes) and Spot arm (6 axes), MJCF models no
+other test here uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from recording_layout import draw_node, draw_panel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: (robosuite folder, the link the IK target aims at)
+ROBOTS = {"jaco": "right_hand", "spot_arm": "right_hand"}
+
+
+def robosuite_robot(name: str) -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("robosuite")
+    if spec is None:
+        pytest.fail("robosuite is not installed: install the test dependencies (README)")
+    path = Path(spec.submodule_search_locations[0]) / "models" / "assets" / "robots" / name / "robot.xml"
+    assert path.is_file(), path
+    return path
+
+
+def rig_with_target(bpy, name: str):
+    """The robot imported as a user does (Import URDF/MJCF), posed inside its limits, with an
+    IK target on its hand."""
+    from kinema_nodes.blender.edit import rig_solver, rig_tree
+    from kinema_nodes.blender.rig import robot_for_rig, write_joint_values
+
+    assert bpy.ops.kinema.import_urdf(filepath=str(robosuite_robot(name))) == {"FINISHED"}
+    rig = bpy.context.view_layer.objects.active
+    robot = robot_for_rig(rig)
+    lower = np.where(np.isfinite(robot.lower), robot.lower, -3.0)
+    upper = np.where(np.isfinite(robot.upper), robot.upper, 3.0)
+    write_joint_values(rig, robot, lower + 0.4 * (upper - lower))
+    bpy.context.view_layer.update()
+    assert bpy.ops.kinema.add_ik_target(link=ROBOTS[name]) == {"FINISHED"}
+    tree = rig_tree(rig)
+    solver = rig_solver(tree, rig)
+    solver.backend = "NUMPY"
+    solver.use_own_budget, solver.budget_ms = True, 10_000.0
+    return rig, robot, tree, solver
+
+
+# ---- 6. Preferences exist ------------------------------------------------------------------
+
+#: In a fresh process, the add-on enabled the way Blender enables one (addon_utils, by module
+#: name); its preferences looked up the way Blender draws them (preferences.addons[module]).
+PREFERENCES_SCRIPT = textwrap.dedent(
+    r'''
+    import json, sys
+    import bpy, addon_utils
+    from kinema_nodes.core.solve import wait_for_kernel_build
+
+    wait_for_kernel_build()
+    report = {"enabled": addon_utils.enable("kinema_nodes", default_set=True, handle_error=None) is not None}
+    addon = bpy.context.preferences.addons.get("kinema_nodes")
+    prefs = addon.preferences if addon is not None else None
+    report["found"] = prefs is not None
+    if prefs is not None:
+        report["default_budget_ms"] = prefs.solve_budget_ms
+        prefs.solve_budget_ms = 250.0
+        budgets = {}
+        for path, link in json.loads(sys.argv[1]):
+            bpy.ops.wm.read_homefile(use_empty=True)
+            bpy.ops.kinema.import_urdf(filepath=path)
+            bpy.ops.kinema.add_ik_target(link=link)
+            from kinema_nodes.blender.edit import active_rig, rig_solver, rig_tree
+
+            rig = active_rig(bpy.context)
+            solver = rig_solver(rig_tree(rig), rig)
+            budgets[path] = [solver.effective_budget_ms(), solver.to_spec().get("budget_ms")]
+        report["budgets"] = budgets
+    print("REPORT " + json.dumps(report))
+    '''
+)
+
+
+def test_the_preferences_are_where_blender_looks_for_them():
+    robots = [[str(robosuite_robot(name)), link] for name, link in ROBOTS.items()]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", PREFERENCES_SCRIPT, json.dumps(robots)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=600)
+    line = next((line for line in done.stdout.splitlines() if line.startswith("REPORT ")), None)
+    assert line is not None, done.stdout[-2000:] + done.stderr[-4000:]
+    report = json.loads(line[len("REPORT "):])
+    assert report["enabled"] and report["found"], report
+    assert report["default_budget_ms"] == pytest.approx(33.0)
+    # the budget raised in Preferences is the one each robot's Solver solves under
+    assert set(report["budgets"]) == {path for path, _ in robots}
+    for effective, in_spec in report["budgets"].values():
+        assert effective == pytest.approx(250.0) and in_spec == pytest.approx(250.0)
+
+
+def test_the_preferences_class_is_named_after_the_add_on_module(blender):
+    import kinema_nodes
+    from kinema_nodes.ui.preferences import KinemaPreferences
+
+    # Blender finds an add-on's preferences by its module name, whatever folder defines them
+    assert KinemaPreferences.bl_idname == kinema_nodes.__name__
