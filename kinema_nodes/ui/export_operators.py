@@ -70,7 +70,7 @@ class KINEMA_OT_check_limits(ReportingOperator, bpy.types.Operator):
 
     bl_idname = "kinema.check_limits"
     bl_label = "Check Limits"
-    bl_options = {"REGISTER"}  # noqa: RUF012 -- Blender reads a set
+    # UNDO (ReportingOperator's): the check writes timeline markers and the table on the rig.
 
     rig: bpy.props.StringProperty(name="Rig")
 

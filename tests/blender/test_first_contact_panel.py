@@ -112,3 +112,62 @@ def test_the_preferences_class_is_named_after_the_add_on_module(blender):
 
     # Blender finds an add-on's preferences by its module name, whatever folder defines them
     assert KinemaPreferences.bl_idname == kinema_nodes.__name__
+
+
+# ---- 9. Every operator that edits data declares UNDO ------------------------------------------
+
+#: Kinema operators that edit nothing in the file, so there is nothing to undo. Each says why.
+EDITS_NOTHING = {
+    "kinema.export_trajectory": "writes files outside Blender; the scene and the rig are only read",
+    "kinema.group_edit": "opens (or closes) a node group in the editor: a view, not data",
+}
+
+
+def kinema_operator_classes():
+    import bpy
+
+    def walk(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from walk(sub)
+
+    return {cls.bl_idname: cls for cls in walk(bpy.types.Operator)
+            if getattr(cls, "bl_idname", "").startswith("kinema.") and cls.is_registered}
+
+
+def test_every_operator_that_edits_data_declares_undo(blender):
+    classes = kinema_operator_classes()
+    assert len(classes) >= 25  # every one the add-on registers, not a few
+    assert set(EDITS_NOTHING) <= set(classes), "an operator listed as editing nothing is gone: update the list"
+    for idname, cls in sorted(classes.items()):
+        options = set(getattr(cls, "bl_options", set()))
+        if idname in EDITS_NOTHING:
+            assert "UNDO" not in options, f"{idname} is listed as editing nothing but declares UNDO"
+            continue
+        assert "UNDO" in options, f"{idname} edits data: its bl_options need 'UNDO' (or list it in EDITS_NOTHING with why)"
+        assert "REGISTER" in options, f"{idname}: UNDO needs REGISTER too"
+
+
+@pytest.mark.parametrize("name", sorted(ROBOTS))
+def test_check_limits_edits_data_so_it_is_one_undo_step(blender, name):
+    """Check Limits writes timeline markers and its table on the rig: data, so its click must be
+    an undo step (Blender's undo itself needs a window, which the bpy module has none of)."""
+    bpy = blender
+    rig, robot, tree, solver = rig_with_target(bpy, name)
+    solver.backend = "OFF"
+    from kinema_nodes.blender.rig import write_joint_values
+
+    scene = bpy.context.scene
+    lower = np.where(np.isfinite(robot.lower), robot.lower, -3.0)
+    upper = np.where(np.isfinite(robot.upper), robot.upper, 3.0)
+    for frame, fraction in ((1, 0.2), (5, 0.8), (9, 0.2)):  # most of the range, there and back in 8 frames
+        scene.frame_set(frame)
+        write_joint_values(rig, robot, lower + fraction * (upper - lower))
+        assert bpy.ops.kinema.key_all_joints() == {"FINISHED"}
+    scene.frame_start, scene.frame_end = 1, 9
+    settings = rig.data.kinema_limits
+    settings.max_acceleration, settings.max_jerk = 1.0, 1.0
+    assert bpy.ops.kinema.check_limits() == {"FINISHED"}
+    assert json.loads(settings.last_check)["table"], "a move over the whole range in two frames breaks a limit"
+    assert any(m.name.startswith("Kinema limit") for m in scene.timeline_markers)
+    assert "UNDO" in kinema_operator_classes()["kinema.check_limits"].bl_options
