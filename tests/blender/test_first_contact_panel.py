@@ -171,3 +171,76 @@ def test_check_limits_edits_data_so_it_is_one_undo_step(blender, name):
     assert json.loads(settings.last_check)["table"], "a move over the whole range in two frames breaks a limit"
     assert any(m.name.startswith("Kinema limit") for m in scene.timeline_markers)
     assert "UNDO" in kinema_operator_classes()["kinema.check_limits"].bl_options
+
+
+# ---- 23. The readout and the limits say what they mean -----------------------------------------
+
+def readout_texts(bpy, solver) -> list[str]:
+    from kinema_nodes.ui.ik_panel import KINEMA_PT_inverse_kinematics
+
+    panel = draw_panel(KINEMA_PT_inverse_kinematics).texts()
+    node = draw_node(solver).texts()
+    return panel + node
+
+
+@pytest.mark.parametrize("name", sorted(ROBOTS))
+def test_the_readout_with_the_solver_off_and_back(blender, name):
+    from kinema_nodes import evaluator
+
+    bpy = blender
+    rig, robot, tree, solver = rig_with_target(bpy, name)
+    evaluator.run_tree(tree, force=True)
+    texts = readout_texts(bpy, solver)
+    assert any(t.startswith("Last solve: ") for t in texts), texts
+    assert any(t.startswith("Solving to '") for t in texts), texts
+
+    solver.backend = "OFF"
+    evaluator.run_tree(tree, force=True)
+    texts = readout_texts(bpy, solver)
+    assert "Solver off: the rig follows its FK sliders" in texts, texts
+    assert not any(t.startswith(("Last solve", "Solving to", "solver off")) for t in texts), texts
+
+    solver.backend = "NUMPY"  # back on, before the next solve: nothing stale from the Off
+    texts = readout_texts(bpy, solver)
+    assert not any("solver off" in t.lower() or t.startswith("Last solve: 0.0 ms") for t in texts), texts
+    evaluator.run_tree(tree, force=True)
+    texts = readout_texts(bpy, solver)
+    assert any(t.startswith("Last solve: ") for t in texts) and any(t.startswith("Solving to '") for t in texts), texts
+
+
+@pytest.mark.parametrize("name", sorted(ROBOTS))
+def test_key_target_bone_is_a_named_button(blender, name):
+    bpy = blender
+    rig_with_target(bpy, name)
+    from kinema_nodes.ui.ik_panel import KINEMA_PT_inverse_kinematics
+
+    layout = draw_panel(KINEMA_PT_inverse_kinematics)
+    keyed = [call for call in layout.calls if call[0] == "operator" and call[1] == "kinema.key_target_bone"]
+    assert keyed and all(call[2].get("text", None) != "" for call in keyed), keyed
+
+
+@pytest.mark.parametrize("name", sorted(ROBOTS))
+def test_the_limits_table_says_rad_and_names_its_fields(blender, name):
+    from kinema_nodes.ui.export_operators import draw_limits, limit_unit
+    from recording_layout import RecordingLayout
+
+    bpy = blender
+    rig, robot, tree, solver = rig_with_target(bpy, name)
+    joint = robot.actuated_joint_names[0]
+    rig.data.kinema_limits.last_check = json.dumps({"fps": 24, "frames": [1, 3], "checked": {},
+                                                    "table": [{"kind": "acceleration", "joint": joint, "worst": 203.0,
+                                                               "limit": 10.0, "frames": [2]}]})
+    layout = RecordingLayout()
+    draw_limits(layout, rig)
+    texts = layout.texts()
+    assert "Acc" not in texts and "Max Acceleration" in texts, texts
+    assert "203 rad/s²" in texts and "10 rad/s²" in texts, texts
+    assert limit_unit(robot, joint, "jerk") == "rad/s³"
+
+
+def test_a_build_estimate_under_a_second_is_not_about_0_s():
+    from kinema_nodes.core.solve._warming import about
+
+    assert about(0.2) == "under a second"
+    assert about(0.0) == "under a second"
+    assert about(11.6) == "about 12 s"
