@@ -4,7 +4,7 @@
 of them, on both clicks; more joints than the bound (GR1's hands and feet, example-robot-data's
 Centauro's arms and wheels) get a one-line refusal in Blender's report. (The memory
 bound itself is tested in tests/core/test_find_solutions_bounded.py, under an address-space cap.)
-12: on 7-axis arms (robosuite's Kinova Jaco and KUKA iiwa) ◀ ▶ step through the one list
+12: on 7-axis arms (robosuite's KUKA iiwa, Franka Panda and Kinova Jaco MJCF models) ◀ ▶ step through the one list
 Find Solutions found: the count never changes, the Configuration panel and the readout say the
 same count, and ◀ after ▶ comes back to the pose it left.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from recording_layout import draw_panel
 from test_first_contact_panel import robosuite_robot
 
 #: Joint tolerance (rad, m) for "the same pose": the configuration is written, not solved again.
@@ -93,3 +94,41 @@ def test_find_solutions_beyond_the_bound_is_a_one_line_refusal(blender, name, li
         bpy.ops.kinema.find_solutions()
     said = str(raised.value).strip().splitlines()
     assert len([line for line in said if "Find Solutions searches" in line]) == 1, said
+
+
+# ---- 12. one list ---------------------------------------------------------------------------
+
+def panel_count(bpy) -> str:
+    from kinema_nodes.ui.ik_sections import KINEMA_PT_ik_configuration
+
+    labels = [t for t in draw_panel(KINEMA_PT_ik_configuration).texts() if " of " in t]
+    assert len(labels) == 1, labels
+    return labels[0]
+
+
+@pytest.mark.parametrize("name", ["iiwa", "panda", "jaco"])
+def test_the_arrows_step_through_one_list(blender, name):
+    from kinema_nodes.blender.edit import configuration_node
+    from kinema_nodes.core.stages.configurations import branch_difference
+
+    bpy = blender
+    rig, robot, tree, solver = rig_with_targets(bpy, name, ["right_hand"])
+    assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
+    node = configuration_node(tree, solver)
+    count = node.solutions_found
+    assert count >= 2, f"{name}: a 7-axis arm reaches this pose in more than one way"
+    visited = [joints_of(rig, robot)]
+    for step in range(min(count, 5)):
+        assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}
+        assert node.solutions_found == count, "a click must not search again"
+        index = node.configuration_index
+        assert f"{index} of {count}" in panel_count(bpy)
+        assert f"configuration {index} of {count}" in solver.summary, solver.summary
+        visited.append(joints_of(rig, robot))
+    for back in range(len(visited) - 1, 0, -1):
+        assert bpy.ops.kinema.step_configuration(step=-1) == {"FINISHED"}
+        assert node.solutions_found == count
+        if back - 1 == 0:
+            break  # the first pose was the solver's own answer, not necessarily a listed one
+        moved = np.max(np.abs(branch_difference(robot, joints_of(rig, robot), visited[back - 1])))
+        assert moved <= SAME_POSE, f"◀ after ▶ lands {moved:.3g} rad from the pose it left"

@@ -459,10 +459,10 @@ def step_index(count: int, index: int, step: int) -> int:
 _cache = LRU(CACHE_SIZE)
 
 
-def _cache_key(robot: RobotModel, goals, held, swivel_reference) -> tuple:
+def _cache_key(robot: RobotModel, goals, held) -> tuple:
     poses = tuple((g.link, tuple(np.round(g.position, 6)), tuple(np.round(g.wxyz, 6)), g.position_weight, g.rotation_weight)
                   for g in goals)
-    return (robot.fingerprint, poses, tuple(sorted(held)), swivel_reference)
+    return (robot.fingerprint, poses, tuple(sorted(held)))
 
 
 def configurations_for_node(robot: RobotModel, goals, joints: np.ndarray, options) -> list[Configuration]:
@@ -470,14 +470,13 @@ def configurations_for_node(robot: RobotModel, goals, joints: np.ndarray, option
     (zero, or the nearest in-limit value), so an index names the same branch whatever the arm
     did on the frames before (scrubbing backwards, jumping, baking out of order).
 
-    Cached per (robot, target poses rounded to 1e-6, held joints, swivel of the solver's answer
-    rounded to 1e-3 rad): scrubbing back over frames already seen does not search again."""
-    from .swivel import has_spare_joint, swivel_angle
-
+    Cached per (robot, target poses rounded to 1e-6, held joints): one list per pose of the
+    controls, found once and kept until a control or the robot changes, so ◀ ▶ step through
+    that list (a redundant arm's list is compared at the swivel of the answer that first asked;
+    choosing a configuration moves the spare joints, which must not make a new list), and
+    scrubbing back over frames already seen does not search again."""
     held = frozenset(options.held_joints)
-    link = next((g.link for g in goals if has_spare_joint(robot, g.link, held)), None)
-    reference = round(float(swivel_angle(robot, link, joints, held)), 3) if link else None
-    key = _cache_key(robot, goals, held, reference)
+    key = _cache_key(robot, goals, held)
     found = _cache.get(key)
     if found is None:
         home = robot.zero_configuration()
