@@ -176,11 +176,14 @@ def test_check_limits_edits_data_so_it_is_one_undo_step(blender, name):
 # ---- 23. The readout and the limits say what they mean -----------------------------------------
 
 def readout_texts(bpy, solver) -> list[str]:
+    """What the IK panel, its Hand-off section and the Solver node say."""
     from kinema_nodes.ui.ik_panel import KINEMA_PT_inverse_kinematics
+    from kinema_nodes.ui.ik_sections import KINEMA_PT_ik_target_bone
 
     panel = draw_panel(KINEMA_PT_inverse_kinematics).texts()
+    hand_off = draw_panel(KINEMA_PT_ik_target_bone).texts()
     node = draw_node(solver).texts()
-    return panel + node
+    return panel + hand_off + node
 
 
 @pytest.mark.parametrize("name", sorted(ROBOTS))
