@@ -370,6 +370,8 @@ def _search(rig, node, index: int | None) -> dict:
         solver = rig_solver(tree, rig)
         why = next((r.summary for r in results if r.node == solver.name), "") or evaluator.compiled_program(tree).node_message(solver.name)
         raise ValueError(f"the Solver did not run: {why or 'nothing to solve'}")
+    if report.get("refused"):
+        raise ValueError(report["refused"])
     node.solutions_found = len(report["solutions"])
     return report
 

@@ -17,6 +17,9 @@ BACKEND_ITEMS = [
 ]
 
 
+#: How core's program words a step of a Solver that is Off (core/graph/program.py).
+SOLVER_OFF = "solver off:"
+
 #: The frame of the posture in force before any hand-off (the pose at Add IK Target).
 BEFORE_ANY_KEY = -1.0e9
 
@@ -209,11 +212,13 @@ def draw_readout(solver, layout):
         column.alert = True
         column.label(text="Over budget; live updates paused", icon="ERROR")
         column.operator("kinema.resume_live", text="Resume", icon="PLAY")
-    if solver.summary:
+    if solver.backend == "OFF":  # nothing is solved: no time, no link, whatever the last solve said
+        column.label(text="Solver off: the rig follows its FK sliders", icon="PAUSE")
+    elif solver.summary and not solver.summary.startswith(SOLVER_OFF):  # (a readout from before the switch back is stale)
         column.label(text=f"Last solve: {solver.last_solve_ms:.1f} ms")
         column.label(text=solver.summary)
-    if solver.solving_to:
-        column.label(text=f"Solving to '{solver.solving_to}'")
+        if solver.solving_to:
+            column.label(text=f"Solving to '{solver.solving_to}'")
     if solver.backend_note:
         column.label(text=solver.backend_note, icon="INFO")
 

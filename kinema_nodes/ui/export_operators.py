@@ -70,7 +70,7 @@ class KINEMA_OT_check_limits(ReportingOperator, bpy.types.Operator):
 
     bl_idname = "kinema.check_limits"
     bl_label = "Check Limits"
-    bl_options = {"REGISTER"}  # noqa: RUF012 -- Blender reads a set
+    # UNDO (ReportingOperator's): the check writes timeline markers and the table on the rig.
 
     rig: bpy.props.StringProperty(name="Rig")
 
@@ -141,8 +141,8 @@ def draw_limits(layout, rig) -> None:
     box.label(text="Robot Limits", icon="DRIVER_ROTATIONAL_DIFFERENCE")
     box.prop(settings, "margin")
     row = box.row(align=True)
-    row.prop(settings, "max_acceleration", text="Acc")
-    row.prop(settings, "max_jerk", text="Jerk")
+    row.prop(settings, "max_acceleration", text="Max Acceleration")
+    row.prop(settings, "max_jerk", text="Max Jerk")
     if len(settings.joints):
         grid = box.grid_flow(columns=3, align=True)
         for item in settings.joints:
@@ -163,16 +163,27 @@ def draw_limits(layout, rig) -> None:
         return
     from ..blender.baking import frame_ranges
 
+    from ..blender.rig import robot_for_rig
+
+    robot = robot_for_rig(rig)
     grid = box.grid_flow(columns=4, align=True)
     for heading in ("Joint", "Worst", "Limit", "Frames"):
         grid.label(text=heading)
     for row in table:
-        unit = {"velocity": "/s", "acceleration": "/s²", "jerk": "/s³"}[row["kind"]]
+        unit = limit_unit(robot, row["joint"], row["kind"])
         grid.label(text=f"{row['joint']} ({row['kind'][:3]})", icon="ERROR")
-        grid.label(text=f"{row['worst']:.3g}{unit}")
-        grid.label(text=f"{row['limit']:.3g}{unit}")
+        grid.label(text=f"{row['worst']:.3g} {unit}")
+        grid.label(text=f"{row['limit']:.3g} {unit}")
         text = frame_ranges(row["frames"])
         grid.label(text=text if len(text) <= 24 else text[:23] + "…")
+
+
+def limit_unit(robot, joint: str, kind: str) -> str:
+    """The unit of a velocity, acceleration or jerk limit on `joint`: rad/s² for a revolute
+    joint, m/s² for a slide."""
+    names = list(robot.actuated_joint_names)
+    metres = joint in names and bool(robot.is_prismatic[names.index(joint)])
+    return ("m" if metres else "rad") + {"velocity": "/s", "acceleration": "/s²", "jerk": "/s³"}[kind]
 
 
 def _menu(self, context):

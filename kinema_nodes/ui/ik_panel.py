@@ -182,8 +182,8 @@ class KINEMA_PT_inverse_kinematics(SidebarPanel, bpy.types.Panel):
             row.label(text="Target Bone")
             # Switching snaps the control onto the new link, so the arm does not jump.
             row.operator_menu_enum("kinema.switch_target_link_menu", "link", text=target_bone_label(target, robot)).target = target.name
-            row.operator("kinema.key_target_bone", text="", icon="KEY_HLT").target = target.name
             row = box.row(align=True)
+            row.operator("kinema.key_target_bone", icon="KEY_HLT").target = target.name
             row.operator("kinema.snap_to_tool", icon="SNAP_ON").target = target.name
             row.operator("kinema.remove_ik_target", text="", icon="X").target = target.name
             if target.kinema_error:

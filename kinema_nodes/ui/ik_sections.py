@@ -167,7 +167,7 @@ class KINEMA_PT_ik_target_bone(_Section, bpy.types.Panel):
         layout = self.layout
         tree = rig_tree(rig)
         solver = rig_solver(tree, rig)
-        if solver.solving_to:
+        if solver.solving_to and solver.backend != "OFF":
             layout.label(text=f"Solving to '{solver.solving_to}'", icon="BONE_DATA")
         for target in target_nodes(tree, rig):
             layout.operator_menu_enum("kinema.switch_target_link_menu", "link", text="Switch Target Bone…").target = target.name

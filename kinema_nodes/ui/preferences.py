@@ -4,9 +4,13 @@ import bpy
 
 from ..core.defaults import DEFAULT_SOLVE_BUDGET_MS
 
+#: The add-on's module name, which Blender looks its preferences up by: "kinema_nodes", or
+#: "bl_ext.<repository>.kinema_nodes" when installed as an extension (this module is in its ui/).
+ADDON_MODULE = __package__.rpartition(".")[0]
+
 
 class KinemaPreferences(bpy.types.AddonPreferences):
-    bl_idname = __package__
+    bl_idname = ADDON_MODULE
 
     solve_budget_ms: bpy.props.FloatProperty(
         name="Solve Budget (ms)",
@@ -36,7 +40,7 @@ CLASSES = (KinemaPreferences,)
 def preferences(context=None):
     """This extension's preferences, or None when it is not installed as an add-on."""
     context = context or bpy.context
-    addon = context.preferences.addons.get(__package__)
+    addon = context.preferences.addons.get(ADDON_MODULE)
     return addon.preferences if addon else None
 
 

@@ -83,6 +83,7 @@ class KINEMA_OT_save_preset(bpy.types.Operator):
 
     bl_idname = "kinema.save_preset"
     bl_label = "Save Preset"
+    bl_options = {"REGISTER", "UNDO"}  # Mark as Asset marks the node group in the file
 
     name: bpy.props.StringProperty(name="Name", default="My preset")
     description: bpy.props.StringProperty(name="Description")

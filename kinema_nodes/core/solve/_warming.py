@@ -103,13 +103,18 @@ def estimate_s(from_disk: bool) -> float:
     return _timings.get(kind, GUESS_FROM_DISK_S if from_disk else GUESS_FRESH_S)
 
 
+def about(seconds: float) -> str:
+    """An estimate in words: "about 12 s", or "under a second" (never "about 0 s")."""
+    return f"about {seconds:.0f} s" if seconds >= 0.5 else "under a second"
+
+
 def compiling_reason(build: _Build) -> str:
     """What the live path says while the NumPy kernel stands in."""
     others = any(key[0] == build.key[0] and key != build.key for key in _ready_keys())
     what = f"'{', '.join(build.links)}'" if others else "this robot"
-    seconds = estimate_s(build.from_disk)
-    doing = (f"loading its compiled program for {what} (about {seconds:.0f} s)" if build.from_disk
-             else f"compiling for {what} (first time, about {seconds:.0f} s)")
+    took = about(estimate_s(build.from_disk))
+    doing = (f"loading its compiled program for {what} ({took})" if build.from_disk
+             else f"compiling for {what} (first time, {took})")
     return f"PyRoki is {doing}; the NumPy kernel answers meanwhile"
 
 

@@ -32,6 +32,13 @@ What "distinct" means (a different branch, not a nearby point):
 
 Ordered by distance from the current pose (Euclidean, on the representatives); the
 configuration that is the current pose is marked `current`.
+
+Bounded for any robot: the search refuses, in one line, targets that move more than
+`MAX_FREE_JOINTS` joints; it keeps at most `MAX_CONFIGURATIONS` configurations (an arm with
+joints to spare beyond its elbow swivel reaches a pose in a continuum, where every seed is a
+"new" branch, and each branch's flips seeded the next round: the seeds grew eightfold a round)
+and descends at most `MAX_FLIP_SEEDS` flips a round; branches are compared `COMPARE_ROWS` at a
+time. Its memory is then a few hundred MB at most and its time a few rounds of bounded batches.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..errors import KinemaError
 from ..lru import LRU
 from ..model.robot import RobotModel
 
@@ -81,8 +89,20 @@ SWIVEL_REACHED = 1e-3
 #: so two answers of one branch, each within 1e-5, can lie either side of it and compare apart.
 POLISH_TOLERANCE = 1e-10
 POLISH_ITERATIONS = 60
+#: The bound on a search (see the module's docstring): most free joints the targets may move
+#: (beyond: a one-line refusal), most configurations kept, most flip seeds a round, and how many
+#: candidates are compared at once. A 17-joint robot (robosuite's GR1, both hands: 3 waist and
+#: 2 x 7 arm joints) found 434 branches and 1.4 GB in 12 s unbounded, growing eightfold a round.
+MAX_FREE_JOINTS = 24
+MAX_CONFIGURATIONS = 64
+MAX_FLIP_SEEDS = 256
+COMPARE_ROWS = 64
 #: Found sets kept for the Configuration-Select node (per robot, targets, held joints, swivel).
 CACHE_SIZE = 256
+
+
+class TooManyJoints(KinemaError):
+    """Targets that move more joints than the search is bounded for (`MAX_FREE_JOINTS`)."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +169,8 @@ def _new_branch_rows(robot: RobotModel, candidates: np.ndarray, found: np.ndarra
         return []
     wrapping = wraps(robot) if wrapping is None else wrapping
     pool = np.concatenate([found, candidates]) if len(found) else candidates
-    near = np.max(np.abs(branch_difference(robot, candidates[:, None], pool[None], wrapping)), axis=-1) <= tolerance
+    near = np.concatenate([np.max(np.abs(branch_difference(robot, rows[:, None], pool[None], wrapping)), axis=-1) <= tolerance
+                           for rows in np.array_split(candidates, -(-len(candidates) // COMPARE_ROWS))])
     offset = len(pool) - len(candidates)
     blocked = near[:, :offset].any(axis=1) if offset else np.zeros(len(candidates), dtype=bool)
     among = near[:, offset:]
@@ -192,6 +213,9 @@ def find_configurations(
     held = _held(robot, options, hold_prismatic)
     wrapping = wraps(robot)
     problem = problem_for(robot, arrays.links, held)
+    if len(problem.free) > MAX_FREE_JOINTS:
+        raise TooManyJoints(f"Find Solutions searches at most {MAX_FREE_JOINTS} joints; {', '.join(arrays.links)} "
+                            f"move{'s' if len(arrays.links) == 1 else ''} {len(problem.free)}: hold some, or aim at fewer links")
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     spare = next((link for link in arrays.links if has_spare_joint(robot, link, held)), None)
     if seeds_per_round is None:
@@ -240,7 +264,7 @@ def find_configurations(
     if flipped_current:  # the current pose is a branch: its flips join the first round
         pending.add_flips(_flipped(robot, current[None], flips), flips)
     for round_index in range(max_rounds):
-        seeds, holds = pending.take()
+        seeds, holds = pending.take(MAX_FLIP_SEEDS)
         seeds = _settle_flips(robot, arrays, held, seeds, holds, tol_p, tol_r)
         # A settled flip already on a branch found (or on another settled flip) adds nothing.
         seeds = seeds[_new_branch_rows(robot, seeds, found, SETTLED_KNOWN, wrapping)]
@@ -276,6 +300,8 @@ def find_configurations(
             flipping = fresh[_new_branch_rows(robot, fresh, current[None], wrapping=wrapping)] if flipped_current else fresh
             pending.add_flips(_flipped(robot, flipping, flips), flips)
         added += len(fresh)
+        if len(found) >= MAX_CONFIGURATIONS:
+            break
         if round_index + 1 >= MIN_ROUNDS and added == 0:
             break
     if ends:
@@ -290,6 +316,7 @@ def find_configurations(
         last[reaches] = nearest_representative(robot, swung[reaches], current, wrapping)
         found = np.concatenate([found, _new_branches(robot, last[reaches], found, wrapping)])
         found = np.concatenate([found, _new_branches(robot, last[~reaches], found, wrapping)])
+    found = found[:MAX_CONFIGURATIONS]
     if not len(found):
         return []
     if spare is None:
@@ -389,8 +416,10 @@ class _Seeds:
         self.rows.extend(seeds)
         self.holds.extend(flip[2] for _ in range(len(seeds) // max(len(flips), 1)) for flip in flips)
 
-    def take(self):
-        taken = (np.array(self.rows).reshape(-1, self.dof), self.holds)
+    def take(self, most: int):
+        """The seeds added since the last take, the first `most` of them (the flips of the
+        branches found first)."""
+        taken = (np.array(self.rows[:most]).reshape(-1, self.dof), self.holds[:most])
         self.rows, self.holds = [], []
         return taken
 
@@ -430,10 +459,10 @@ def step_index(count: int, index: int, step: int) -> int:
 _cache = LRU(CACHE_SIZE)
 
 
-def _cache_key(robot: RobotModel, goals, held, swivel_reference) -> tuple:
+def _cache_key(robot: RobotModel, goals, held) -> tuple:
     poses = tuple((g.link, tuple(np.round(g.position, 6)), tuple(np.round(g.wxyz, 6)), g.position_weight, g.rotation_weight)
                   for g in goals)
-    return (robot.fingerprint, poses, tuple(sorted(held)), swivel_reference)
+    return (robot.fingerprint, poses, tuple(sorted(held)))
 
 
 def configurations_for_node(robot: RobotModel, goals, joints: np.ndarray, options) -> list[Configuration]:
@@ -441,14 +470,13 @@ def configurations_for_node(robot: RobotModel, goals, joints: np.ndarray, option
     (zero, or the nearest in-limit value), so an index names the same branch whatever the arm
     did on the frames before (scrubbing backwards, jumping, baking out of order).
 
-    Cached per (robot, target poses rounded to 1e-6, held joints, swivel of the solver's answer
-    rounded to 1e-3 rad): scrubbing back over frames already seen does not search again."""
-    from .swivel import has_spare_joint, swivel_angle
-
+    Cached per (robot, target poses rounded to 1e-6, held joints): one list per pose of the
+    controls, found once and kept until a control or the robot changes, so ◀ ▶ step through
+    that list (a redundant arm's list is compared at the swivel of the answer that first asked;
+    choosing a configuration moves the spare joints, which must not make a new list), and
+    scrubbing back over frames already seen does not search again."""
     held = frozenset(options.held_joints)
-    link = next((g.link for g in goals if has_spare_joint(robot, g.link, held)), None)
-    reference = round(float(swivel_angle(robot, link, joints, held)), 3) if link else None
-    key = _cache_key(robot, goals, held, reference)
+    key = _cache_key(robot, goals, held)
     found = _cache.get(key)
     if found is None:
         home = robot.zero_configuration()
@@ -467,10 +495,16 @@ def apply_stage(stage):
 
     values["find"] (Find Solutions and ◀ ▶ set it for one run) also reports the node's
     solutions: (joints, note, {"solutions": [...], "current": k}), k the 1-based index of the
-    solver's own answer among them (0: none is)."""
+    solver's own answer among them (0: none is), with "refused": the one line why, when the
+    search refuses the targets (`TooManyJoints`)."""
     index = int(stage.values.get("configuration_index", 0))
     find = bool(stage.values.get("find", False))
-    joints, note, found = _choose(stage, index, find)
+    try:
+        joints, note, found = _choose(stage, index, find)
+    except TooManyJoints as exc:  # the solver's own answer stands; Find Solutions says why in one line
+        joints, note, found = stage.joints, f"configuration: {exc}", []
+        if find:
+            return joints, note, {"solutions": [], "current": 0, "refused": str(exc)}
     if not find:
         return joints, note
     current = next((k for k, q in enumerate(found, 1) if same_branch(stage.robot, q, stage.joints)), 0)
@@ -506,6 +540,9 @@ def clear_cache() -> None:
 __all__ = [
     "DISTINCT_RAD",
     "Configuration",
+    "MAX_CONFIGURATIONS",
+    "MAX_FREE_JOINTS",
+    "TooManyJoints",
     "apply_stage",
     "branch_difference",
     "find_configurations",
