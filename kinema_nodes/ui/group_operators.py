@@ -6,8 +6,8 @@ from __future__ import annotations
 import bpy
 
 from . import ReportingOperator
-from ..nodes.group import GROUP_IDNAME, KinemaGroupNode, KinemaGroupUse, register_group_uses, unregister_group_uses
-from ..tree import TREE_IDNAME
+from ..core.graph.registry import GROUP_IDNAME, TREE_IDNAME
+from ..nodes.group import KinemaGroupNode, KinemaGroupUse, register_group_uses, unregister_group_uses
 from ..blender.groups import group_nodes, ungroup
 
 

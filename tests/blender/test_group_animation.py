@@ -312,7 +312,7 @@ def test_keys_on_a_node_whose_name_has_quotes_move_with_make_group_and_ungroup(b
     Ungroup: its F-curve path is quoted as Blender quotes it, so the name cannot end the string."""
     from kinema_nodes.blender.animation import node_fcurve
     from kinema_nodes.blender.groups import group_nodes, ungroup
-    from kinema_nodes.tree import TREE_IDNAME
+    from kinema_nodes.core.graph.registry import TREE_IDNAME
 
     bpy = blender
     tree = bpy.data.node_groups.new('Quoted "tree"', TREE_IDNAME)

@@ -58,7 +58,7 @@ def _reaches(rig, target, link, tolerance=1e-5):
 
 
 def test_keyed_hand_off_to_joint_3_and_back_steps_on_the_keyed_frames_only(blender):
-    from kinema_nodes.nodes.ik_target import switch_target_link
+    from kinema_nodes.blender.edit import switch_target_link
 
     bpy = blender
     rig = _import(bpy, "arm6")
@@ -84,7 +84,7 @@ def test_keyed_hand_off_to_joint_3_and_back_steps_on_the_keyed_frames_only(blend
 
 
 def test_switching_the_target_bone_snaps_the_control_so_nothing_jumps(blender):
-    from kinema_nodes.nodes.ik_target import switch_target_link
+    from kinema_nodes.blender.edit import switch_target_link
 
     bpy = blender
     rig = _import(bpy, "arm6")

@@ -304,7 +304,7 @@ def test_the_live_solve_through_prepare_gives_the_core_solve_answer_with_the_fra
         inputs = evaluator.frame_inputs(tree, program, step, frame)
         assert inputs.values[step.node]["posture"] is not None
         core = program.run_step(step, inputs)
-        live = program.run_step(step, inputs, evaluator._live_solve)
+        live = program.run_step(step, inputs, evaluator.live_solve)
         assert core.converged and live.converged, (frame, core.summary, live.summary)
         np.testing.assert_allclose(live.joints, core.joints, rtol=0, atol=1e-9)
         free = solve(robot, [_goal(inputs, step)], inputs.starts[step.rig], replace(_options(step, robot), posture=None))
@@ -348,9 +348,9 @@ def test_a_live_frame_on_the_lean_path_gives_the_answer_of_run_step(blender):
         bpy.context.scene.frame_set(frame)
         program = evaluator.program_for(tree)
         step = program.steps[0]
-        general = program.run_step(step, evaluator.frame_inputs(tree, program, step, frame), evaluator._live_solve)
+        general = program.run_step(step, evaluator.frame_inputs(tree, program, step, frame), evaluator.live_solve)
         (lean,) = evaluator.run_tree(tree, frame, force=True)
-        assert evaluator._leans[(tree.as_pointer(), step.node)][2] is not None
+        assert evaluator.fast_frame(tree, step.node) is not None
         assert general.converged and lean.converged, (frame, general.summary, lean.summary)
         np.testing.assert_allclose(lean.joints, general.joints, rtol=0, atol=1e-9)
         assert lean.summary == general.summary and lean.solved_links == general.solved_links
@@ -374,8 +374,9 @@ def test_edits_made_by_a_script_between_frames_are_seen_while_the_snapshot_is_sk
     _keyframe_control_along(bpy, rig, target, [q, q + 0.2 * np.sign(robot.upper - q)], [1, 20])
     for frame in range(1, 5):
         bpy.context.scene.frame_set(frame)
-    key = tree.as_pointer()
-    assert evaluator._validated[key][1], "a plain, unanimated tree may skip its snapshot"
+    from kinema_nodes.session import SESSION
+
+    assert SESSION.trees[tree.as_pointer()].checked[1], "a plain, unanimated tree may skip its snapshot"
     program = evaluator.compiled_program(tree)
     bpy.context.scene.frame_set(5)
     assert evaluator.compiled_program(tree) is program  # nothing changed: the same compiled Program
@@ -421,7 +422,7 @@ def test_an_edit_elsewhere_does_not_solve_the_rig_again(blender):
     tree, target, solver = _add_target(bpy, rig)
     for _ in range(3):
         _settle(bpy)
-    assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
+    assert evaluator.fast_frame(tree, solver.name) is not None, "the lean path ran"
     writes = []
     original, original_live = rig_module.write_joint_values, rig_module.LiveRig.write
 
@@ -436,14 +437,12 @@ def test_an_edit_elsewhere_does_not_solve_the_rig_again(blender):
     other = bpy.data.objects.new("Something Else", None)
     bpy.context.scene.collection.objects.link(other)
     rig_module.write_joint_values, rig_module.LiveRig.write = counting_write, counting_live_write
-    evaluator._lean_imports = None  # the lean path looks its helpers up again
     try:
         other.location.x += 0.1
         for _ in range(6):
             bpy.context.view_layer.update()
     finally:
         rig_module.write_joint_values, rig_module.LiveRig.write = original, original_live
-        evaluator._lean_imports = None
         bpy.data.objects.remove(other)
     assert len(writes) == 0, len(writes)
     assert solver.summary.startswith("converged"), solver.summary
@@ -463,7 +462,7 @@ def test_a_link_the_solver_refuses_is_said_on_the_lean_path_too(blender):
     robot = _robot(rig)
     target.link_index = 1  # robot.links[0]: the root
     (result,) = evaluator.run_tree(tree, 1, force=True)
-    assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
+    assert evaluator.fast_frame(tree, solver.name) is not None, "the lean path ran"
     assert result.joints is None and result.summary.startswith(f"cannot solve: link '{robot.links[0]}'"), result.summary
 
 
@@ -534,7 +533,7 @@ def test_a_joint_moved_by_a_script_between_frames_is_solved_again_on_the_lean_pa
     _keyframe_control_along(bpy, rig, target, [[0.3, -1.2, 1.4, -1.6, -1.5, 0.4], [0.5, -1.0, 1.2, -1.5, -1.4, 0.6]], [1, 20])
     for frame in range(1, 11):
         bpy.context.scene.frame_set(frame)
-    assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
+    assert evaluator.fast_frame(tree, solver.name) is not None, "the lean path ran"
     _assert_reaches(rig, target)
     solved = _joints(rig)
     bone, path, index, scale = joint_channel(robot, robot.actuated_joint_names[1])

@@ -94,7 +94,7 @@ def _pose(bpy, rig, q):
 
 
 def _apply(bpy, rig, name):
-    from kinema_nodes.blender.groups import all_nodes
+    from kinema_nodes.blender.flatten import all_nodes
     from kinema_nodes.blender.presets import apply_preset
 
     bpy.context.view_layer.objects.active = rig
@@ -105,7 +105,7 @@ def _apply(bpy, rig, name):
 
 
 def _solvers(tree):
-    from kinema_nodes.blender.groups import all_nodes
+    from kinema_nodes.blender.flatten import all_nodes
 
     return [n for n in all_nodes(tree) if n.bl_idname == "KinemaSolverNode"]
 
