@@ -3,7 +3,8 @@
 This is the only place a graph runs — for the viewport, the panel, Bake and the CLI alike.
 Handlers call `run_all`; property callbacks only `mark_dirty` (never solve), so nothing recurses.
 A run after our own write (the depsgraph update it causes) sees unchanged inputs and does
-nothing.
+nothing. What runs remember between frames (compiled programs, fast frames, last inputs,
+readouts) is kept in one place, `session.SESSION`; this module holds no state of its own.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def kinema_trees(data=None):
 
 def snapshot(tree) -> GraphSpec:
     """The tree as plain data, with every node group it uses flattened in (nodes inside a group
-    are named by their path, "Group/IK Target"; see `groups.flatten`). Muted nodes and links
+    are named by their path, "Group/IK Target"; see `blender/flatten.py`). Muted nodes and links
     are left out; links Blender marks invalid (a cycle, a wrong socket type) are kept, so
     validation can say what is wrong with them. A tree used as a group gives an empty spec."""
     from .blender.flatten import flatten

@@ -1,5 +1,5 @@
 """Node groups in the Kinema editor: Make Group (Ctrl G), Edit Group (Tab) and Ungroup, with
-their menu entries and keys. The work is in blender/groups.py; these are the buttons."""
+their menu entries and keys. The work is in blender/groups.py (flattening: blender/flatten.py); these are the buttons."""
 
 from __future__ import annotations
 
