@@ -42,7 +42,7 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     budget_ms: bpy.props.FloatProperty(name="Budget (ms)", default=DEFAULT_SOLVE_BUDGET_MS, min=0.001, update=property_changed)
     hold_prismatic: bpy.props.BoolProperty(name="Hold Slides", default=True, update=property_changed,
                                            description="Prismatic joints (finger slides, rails) keep their values; move them by hand")
-    # Readout of the last live solve. Read-only views of the evaluator's memory: writing them into
+    # Readout of the last live solve. Read-only views of the live session (session.py): writing them into
     # the tree every frame would make Blender re-evaluate the tree and the rig a second time.
     last_solve_ms: bpy.props.FloatProperty(name="Last solve (ms)", get=lambda self: _readout(self, "ms", 0.0))
     summary: bpy.props.StringProperty(name="Summary", get=lambda self: _readout(self, "summary", ""))
