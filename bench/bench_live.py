@@ -92,19 +92,21 @@ def cpu_ms(function, count=300):
 
 def breakdown(bpy, tree, rig, robot, frames):
     """Where a live NumPy frame goes, CPU ms per call in a tight loop, at one frame of the scrub
-    (the lean frame's parts: evaluator._run_lean)."""
+    (the fast frame's parts: evaluator.FastFrame.run)."""
     from kinema_nodes import evaluator
+    from kinema_nodes.blender.postures import whole_posture
+    from kinema_nodes.session import SESSION
     from kinema_nodes.blender.rig import live_rig
     from kinema_nodes.core.graph.program import single_quaternion
 
     frame = frames // 2
     bpy.context.scene.frame_set(frame)
-    key = tree.as_pointer()
+    state = SESSION.tree(tree.as_pointer())
     program = evaluator.program_for(tree)
     step = program.steps[0]
     solver = tree.nodes[step.node]
     target = tree.nodes[step.targets[0].node]
-    lean = evaluator._lean_step(tree, key, program, step, False)
+    lean = evaluator._fast_frame(tree, state, program, step, False)
     bones = rig.pose.bones
     io = live_rig(rig, robot, bones)
     start = io.read(bones)
@@ -117,7 +119,7 @@ def breakdown(bpy, tree, rig, robot, frames):
 
     position, wxyz = control()
     links = (target.link_for_index(robot, target.link_index),)
-    posture = evaluator._lean_posture(solver, robot, frame, start)
+    posture = whole_posture(solver, robot, frame, start)
     prepared = evaluator._prepared_solve(robot, links, lean.options, lean.weights)
     result = prepared.solve([position], [wxyz], start, posture)
     moved = [result.joints, start]
@@ -129,10 +131,10 @@ def breakdown(bpy, tree, rig, robot, frames):
 
     parts = [
         ("snapshot + compare (program_for): after an edit", lambda: evaluator.program_for(tree)),
-        ("  the same while nothing changed (skipped: _current_program)", lambda: evaluator._current_program(tree, key, False)),
+        ("  the same while nothing changed (skipped: _current_program)", lambda: evaluator._current_program(tree, state, False)),
         ("control pose (every bone's matrix, the control's quaternion)", control),
         ("reading the rig (bone names checked, channels read)", lambda: live_rig(rig, robot, bones).read(bones)),
-        ("posture", lambda: evaluator._lean_posture(solver, robot, frame, start)),
+        ("posture", lambda: whole_posture(solver, robot, frame, start)),
         ("prepared kernel solve (core.solve.prepare(...).solve)", lambda: prepared.solve([position], [wxyz], start, posture)),
         ("reading and writing the bones (a changed pose)", write),
         ("the whole frame in Python (run_tree, forced to solve)", lambda: evaluator.run_tree(tree, frame, force=True)),
@@ -174,15 +176,17 @@ def interleaved(bpy, tree, rig, robot, solver, control, frames, block=25):
     fingerprint or readout). Returns CPU ms per frame_set for each, and each bare handler's own
     CPU ms."""
     from kinema_nodes import evaluator
+    from kinema_nodes.blender.postures import whole_posture
     from kinema_nodes.blender.rig import live_rig, read_joint_values
+    from kinema_nodes.session import SESSION
     from kinema_nodes.core.graph.program import single_quaternion
 
     program = evaluator.program_for(tree)
     step = program.steps[0]
-    lean = evaluator._lean_step(tree, tree.as_pointer(), program, step, False)
+    lean = evaluator._fast_frame(tree, SESSION.tree(tree.as_pointer()), program, step, False)
     link = tree.nodes[step.targets[0].node].link_for_index(robot, 0)
     prepared = evaluator._prepared_solve(robot, (link,), lean.options, lean.weights)
-    posture = evaluator._lean_posture(solver, robot, 1, read_joint_values(rig, robot))
+    posture = whole_posture(solver, robot, 1, read_joint_values(rig, robot))
     constraint = rig.pose.bones["panda_link7"].constraints.new("IK")
     constraint.target = rig
     constraint.subtarget = control
@@ -256,6 +260,7 @@ def main() -> int:
     from kinema_nodes.blender.build import import_urdf
     from kinema_nodes.blender.handlers import on_frame_change
     from kinema_nodes.blender.rig import robot_for_rig, write_joint_values
+    from kinema_nodes.session import SESSION
 
     kinema_nodes.register()
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -311,7 +316,7 @@ def main() -> int:
         evaluator.program_for(tree)
         snapshot_ms.append((time.perf_counter() - t0) * 1000.0)
         t0 = time.perf_counter()
-        evaluator._current_program(tree, tree.as_pointer(), False)
+        evaluator._current_program(tree, SESSION.tree(tree.as_pointer()), False)
         skipped_ms.append((time.perf_counter() - t0) * 1000.0)
 
     # Baseline: the same scrub with the solver off (animation + depsgraph only).

@@ -783,7 +783,7 @@ bpy.context.view_layer.update()
 bpy.context.view_layer.update()
 t3 = time.perf_counter()
 first = (solver.summary, solver.backend, getattr(solver, "backend_note", ""))
-from kinema_nodes.nodes.ik_target import switch_target_link
+from kinema_nodes.blender.edit import switch_target_link
 switch, switch_summaries = [], []
 for k in range(6):  # Target Bone to the link above the tool and back, each settled; as the Bones panel's button does it
     t = time.perf_counter()
@@ -847,7 +847,7 @@ def first_solve_rows(log) -> tuple[list[str], list]:
              "Target Bone <= 0.05 s. With the PyRoki default the live path answers on the NumPy kernel while PyRoki "
              "compiles in a background thread (`prepare(..., live=True)`, core/solve/_warming.py); \"PyRoki ready\" is "
              "when its programs (the tool's and the other bone's) were built; \"then\" is the Solver's readout after the "
-             "re-solve that follows (blender/warming.py). A Target Bone switch is `nodes.ik_target.switch_target_link` (the Bones panel's button: the "
+             "re-solve that follows (blender/warming.py). A Target Bone switch is `blender.edit.switch_target_link` (the Bones panel's button: the "
              "control snaps onto the new bone, then the choice is set), settled.", "",
              "| cache | robot -> link | Add IK Target to solved s | answer (first frame) | answered by | Target Bone switch s "
              "(median of 6) | import robot s | compiled kernel ready after (s) | PyRoki ready after s | then |",

@@ -3,9 +3,8 @@
 import bpy
 from bl_ui import node_add_menu
 
-from .core.graph.registry import BUILTIN_SOCKET_TYPES, BY_IDNAME, BY_KIND, CATEGORIES as MENU_CATEGORIES, SOCKET_TYPES, in_category
-
-TREE_IDNAME = "KinemaNodeTree"
+from .core.graph.registry import (BUILTIN_SOCKET_TYPES, BY_IDNAME, BY_KIND, CATEGORIES as MENU_CATEGORIES, SOCKET_TYPES, TREE_IDNAME,
+                                  in_category)
 
 
 class KinemaNodeTree(bpy.types.NodeTree):
@@ -16,7 +15,7 @@ class KinemaNodeTree(bpy.types.NodeTree):
     bl_icon = "CON_KINEMATIC"
 
     def update(self):
-        from .evaluator import mark_dirty
+        from .session import mark_dirty
 
         mark_dirty(self)
 
@@ -90,14 +89,14 @@ class KinemaTreeNode:
             self.outputs.new(SOCKET_TYPES[socket_type], name)
 
     def mark_dirty(self, context=None):
-        from .evaluator import mark_dirty
+        from .session import mark_dirty
 
         mark_dirty(self.id_data)
 
 
 def property_changed(self, context):
     """Property update callback: only marks the tree for recompiling (never solves here)."""
-    from .evaluator import mark_dirty
+    from .session import mark_dirty
 
     mark_dirty(self.id_data)
 

@@ -61,9 +61,10 @@ def blender(blender_session):
 
 @pytest.fixture(autouse=True)
 def fresh_caches():
-    """Every test starts with none of the per-process caches the tests before it filled: the
-    evaluator's compiled trees and readouts, the rigs' robots, group errors, found solutions
-    (evaluator.reset_caches, once Blender's side is loaded) and found configurations (core)."""
+    """Every test starts with none of the per-process caches the tests before it filled: the live
+    session (kinema_nodes.session.SESSION: compiled trees, fast frames, readouts), parsed postures,
+    the rigs' robots, group errors, found solutions (evaluator.reset_caches, once Blender's side is
+    loaded) and found configurations (core)."""
     import sys
 
     from kinema_nodes.core.stages.configurations import clear_cache

@@ -37,7 +37,7 @@ def solver_nodes(tree):
 
 def target_nodes(tree, rig=None):
     """IK Target nodes of a tree, inside node groups too."""
-    from .groups import all_nodes
+    from .flatten import all_nodes
 
     nodes = [n for n in all_nodes(tree) if kind_of(n) == "ik_target"] if tree else []
     if rig is not None:
@@ -161,7 +161,7 @@ def keep_pose_as_posture(rig, target, frame: float | None = None) -> None:
     """The rig's pose now becomes the posture its spare joints settle toward (keyed from `frame`
     on at a hand-off; else the one in force now), for every solver `target` feeds. So adding,
     snapping or handing off never moves the arm, and every frame after depends only on its inputs."""
-    from ..nodes.solver import record_posture
+    from .postures import record_posture
     from .rig import read_joint_values, robot_for_rig
 
     robot = robot_for_rig(rig)
@@ -327,6 +327,54 @@ def key_target_link(target, robot, link: str, frame: float) -> None:
 RING_SHAPE = "Kinema Swivel Ring"
 
 
+def is_link_animated(target) -> bool:
+    """True when the target's link choice is keyed (a hand-off): then a switch keys it too."""
+    animation = target.id_data.animation_data
+    if animation is None or animation.action is None:
+        return False
+    from .animation import node_fcurve
+
+    return node_fcurve(target, "link_index") is not None
+
+
+def _key_choice_before(target, robot, frame: float, scene_start: float) -> None:
+    """The first keyed hand-off also keys the choice the shot had until then (at the scene's
+    start), so the frames before it keep aiming where they did; a lone key would hold its
+    value backwards over the whole shot."""
+    from .animation import node_fcurve
+
+    fcurve = node_fcurve(target, "link_index") if target.id_data.animation_data else None
+    if frame <= scene_start or (fcurve is not None and any(point.co[0] < frame - 1e-6 for point in fcurve.keyframe_points)):
+        return
+    key_target_link(target, robot, target.link_at_frame(robot, frame), scene_start)
+
+
+def switch_target_link(context, rig, target, link: str, key: bool | None = None) -> str:
+    """Aim `target` at `link` without a jump: the control is snapped onto the new link's current
+    pose first, then the choice is set (and keyed, stepped, when `key` or when the choice is
+    already keyed). Returns the link."""
+    from .rig import robot_for_rig
+
+    robot = robot_for_rig(rig)
+    link = robot.check_link(link)
+    if key is None:
+        key = is_link_animated(target)
+    frame = context.scene.frame_current
+    if key:
+        _key_choice_before(target, robot, frame, context.scene.frame_start)
+        hold_control_before(target, frame)
+        key_target_link(target, robot, link, frame)
+        keep_pose_as_posture(rig, target, frame)  # the hand-off settles from here
+    else:
+        target.link_index = 0
+        target.link_name = link
+    snap_to_tool(rig, target)  # puts the control on the link now aimed at
+    if key:
+        key_control_at(target, frame)
+    evaluator.mark_dirty(target.id_data)
+    return link
+
+
 def first_target(rig):
     targets = target_nodes(rig_tree(rig), rig)
     return targets[0] if targets else None
@@ -413,6 +461,17 @@ def step_configuration(rig, step: int) -> int:
     if target is not None:
         keep_pose_as_posture(rig, target)
     return node.configuration_index
+
+
+def key_configuration_index(node, frame: float, index: int | None = None) -> None:
+    """Key the node's configuration index at `frame`, stepped (CONSTANT): a change of index
+    never passes through the configurations in between."""
+    from .animation import key_stepped
+
+    if index is not None:
+        node.configuration_index = index
+    key_stepped(node, "configuration_index", frame)
+    node.mark_dirty()
 
 
 def _ring_shape():

@@ -1,10 +1,11 @@
 """Frame-change and depsgraph handlers: run the Kinema trees. Persistent, so they survive
-file loads; they do nothing but call the evaluator."""
+file loads; they do nothing but call the evaluator (and tell the session what changed)."""
 
 import bpy
 from bpy.app.handlers import persistent
 
 from .. import evaluator
+from ..session import changed_outside
 
 
 @persistent
@@ -14,13 +15,13 @@ def on_frame_change(scene, depsgraph=None):
 
 @persistent
 def on_depsgraph_update(scene, depsgraph=None):
-    evaluator.changed_outside()
+    changed_outside()
     evaluator.run_all(scene)
 
 
 @persistent
 def on_undo(*_args):
-    evaluator.changed_outside()
+    changed_outside()
 
 
 @persistent

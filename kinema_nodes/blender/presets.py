@@ -88,7 +88,7 @@ def preset_path(name_or_path: str | Path) -> Path:
 
 
 def robot_node_of(tree, rig):
-    from .groups import all_nodes
+    from .flatten import all_nodes
 
     if tree is None:
         return None
@@ -123,7 +123,7 @@ def bind_to_rig(preset: Preset, rig) -> BoundPreset:
 
 
 def _other_rigs(tree, rig) -> list[str]:
-    from .groups import all_nodes
+    from .flatten import all_nodes
 
     if tree is None:
         return []
@@ -181,7 +181,7 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
     tree.use_fake_user = True
     rig.kinema_tree = tree
     _tidy_bone_names(rig, tree, made_bones)
-    from .groups import node_by_path
+    from .flatten import node_by_path
 
     for node_name, value in live.items():
         node_by_path(tree, node_name).live = value
@@ -203,7 +203,7 @@ def _tidy_bone_names(rig, tree, names: list[str]) -> None:
         if bone is None or plain == bone_name or plain in rig.data.bones:
             continue
         bone.name = plain
-        from .groups import all_nodes
+        from .flatten import all_nodes
 
         for node in all_nodes(tree):
             if kind_of(node) == "ik_target" and node.control_bone == bone_name:
@@ -439,7 +439,7 @@ def apply_preset(context, rig, name_or_path: str | Path, backend: str | None = N
 def preset_driver(tree):
     """(IK Target, Solver) that a single keyed track drives in a tree built from a preset (the
     CLI's `bake --preset`): the first IK Target with a control bone, and the solver it feeds."""
-    from .groups import all_nodes
+    from .flatten import all_nodes
 
     for target in all_nodes(tree):
         if kind_of(target) == "ik_target" and target.control_bone:
@@ -467,7 +467,7 @@ def preset_from_tree(tree, rig, name: str, description: str = "") -> Preset:
     """A preset from a rig's tree (or from a node group: its Robot inputs become one Robot
     node), with every link written as the role it fills on `rig`."""
     from ..core.roles import resolve_roles
-    from .groups import flatten, is_group_tree, node_by_path
+    from .flatten import flatten, is_group_tree, node_by_path
     from .rig import robot_for_rig
 
     robot = robot_for_rig(rig)
@@ -499,8 +499,8 @@ def preset_from_tree(tree, rig, name: str, description: str = "") -> Preset:
 
 def _groups_of(tree, prefix: str = "", depth: int = 0) -> list[dict]:
     """{"node": path, "tree": group name} for every Group node of `tree` and of its groups."""
-    from ..nodes.group import GROUP_IDNAME
-    from .groups import MAX_DEPTH
+    from ..core.graph.registry import GROUP_IDNAME
+    from .flatten import MAX_DEPTH
 
     found = []
     for node in tree.nodes:

@@ -34,15 +34,4 @@ class KinemaConfigurationNode(SolutionNode, bpy.types.Node):
         self.draw_messages(layout)
 
 
-def key_configuration_index(node, frame: float, index: int | None = None) -> None:
-    """Key the node's configuration index at `frame`, stepped (CONSTANT): a change of index
-    never passes through the configurations in between."""
-    from ..blender.animation import key_stepped
-
-    if index is not None:
-        node.configuration_index = index
-    key_stepped(node, "configuration_index", frame)
-    node.mark_dirty()
-
-
 CLASSES = (KinemaConfigurationNode,)

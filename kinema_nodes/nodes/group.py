@@ -2,22 +2,19 @@
 
 The group's inputs and outputs are the group tree's interface sockets (Group Input / Group
 Output nodes inside). The node computes nothing: the evaluator flattens groups into one plain
-graph when it compiles (`groups.flatten`), so a group costs nothing per frame. Editing the
+graph when it compiles (`blender/flatten.py`), so a group costs nothing per frame. Editing the
 group tree changes every Group node that uses it.
 
-Registered through `groups.CLASSES` (with the operators that make and edit groups).
+Registered through `ui/group_operators.py` (with the operators that make and edit groups).
 """
 
 import bpy
 
-from ..core.graph.registry import BY_KIND
-from ..tree import TREE_IDNAME
-
-GROUP_IDNAME = BY_KIND["group"].bl_idname
+from ..core.graph.registry import BY_KIND, GROUP_IDNAME, TREE_IDNAME
 
 
 class KinemaGroupUse(bpy.types.PropertyGroup):
-    """A group tree used by a Group node of this tree (see `groups.sync_group_uses`)."""
+    """A group tree used by a Group node of this tree (see `flatten.sync_group_uses`)."""
 
     tree: bpy.props.PointerProperty(type=bpy.types.NodeTree, name="Group")
 
@@ -45,7 +42,7 @@ class KinemaGroupNode(bpy.types.NodeCustomGroup):
         self.width = 180
 
     def update(self):
-        from ..blender.groups import sync_sockets
+        from ..blender.flatten import sync_sockets
 
         sync_sockets(self)
 
@@ -60,15 +57,15 @@ class KinemaGroupNode(bpy.types.NodeCustomGroup):
     def draw_readouts(self, layout):
         """This user's own readout of each Solver inside the group (a group used twice is two
         instances: the Solver node inside shows the last one that ran)."""
-        from .. import evaluator
+        from ..session import compiled_program, readout_of
 
         tree = self.id_data
-        program = evaluator.compiled_program(tree)
+        program = compiled_program(tree)
         prefix = self.name + "/"
         for step in program.steps if program is not None else ():
             if not step.node.startswith(prefix):
                 continue
-            shown = evaluator.readout_of(tree, step.node)
+            shown = readout_of(tree, step.node)
             if shown.get("paused"):
                 layout.label(text=f"{step.node[len(prefix):]}: Over budget; live updates paused", icon="ERROR")
             elif shown.get("summary"):
@@ -82,7 +79,7 @@ class KinemaGroupNode(bpy.types.NodeCustomGroup):
     # program instead of stored, so one edit of the group shows on every user.
     @property
     def kinema_error(self) -> str:
-        from ..blender.groups import group_problems
+        from ..blender.flatten import group_problems
 
         return group_problems(self)
 

@@ -2,6 +2,7 @@
 
 import bpy
 
+from ..blender.postures import BEFORE_ANY_KEY
 from ..core.defaults import DEFAULT_SOLVE_BUDGET_MS
 from ..core.graph.spec import NodeSpec
 from ..tree import KinemaTreeNode, property_changed
@@ -20,12 +21,10 @@ BACKEND_ITEMS = [
 #: How core's program words a step of a Solver that is Off (core/graph/program.py).
 SOLVER_OFF = "solver off:"
 
-#: The frame of the posture in force before any hand-off (the pose at Add IK Target).
-BEFORE_ANY_KEY = -1.0e9
-
 
 class KinemaPosture(bpy.types.PropertyGroup):
-    """A pose the spare joints settle toward from `frame` on (see core/solve/_posture.py)."""
+    """A pose the spare joints settle toward from `frame` on (see core/solve/_posture.py; read and
+    written by blender/postures.py)."""
 
     frame: bpy.props.FloatProperty(name="Frame", default=BEFORE_ANY_KEY)
     joints: bpy.props.StringProperty(name="Joints", description="JSON object: joint name -> value (rad or m)")
@@ -47,7 +46,7 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
     budget_ms: bpy.props.FloatProperty(name="Budget (ms)", default=DEFAULT_SOLVE_BUDGET_MS, min=0.001, update=property_changed)
     hold_prismatic: bpy.props.BoolProperty(name="Hold Slides", default=True, update=property_changed,
                                            description="Prismatic joints (finger slides, rails) keep their values; move them by hand")
-    # Readout of the last live solve. Read-only views of the evaluator's memory: writing them into
+    # Readout of the last live solve. Read-only views of the live session (session.py): writing them into
     # the tree every frame would make Blender re-evaluate the tree and the rig a second time.
     last_solve_ms: bpy.props.FloatProperty(name="Last solve (ms)", get=lambda self: _readout(self, "ms", 0.0))
     summary: bpy.props.StringProperty(name="Summary", get=lambda self: _readout(self, "summary", ""))
@@ -120,72 +119,8 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
         )
 
 
-def posture_entry(solver, frame: float):
-    """The posture entry in force at `frame`: the last one keyed at or before it, else the first."""
-    entries = sorted(solver.postures, key=lambda entry: entry.frame)
-    if not entries:
-        return None
-    chosen = entries[0]
-    for entry in entries:
-        if entry.frame <= frame + 1e-6:
-            chosen = entry
-    return chosen
-
-
-def posture_at(solver, robot, frame: float, fallback) -> tuple[float, ...] | None:
-    """The posture in force at `frame` as one value per actuated joint (joints it does not
-    name take `fallback`'s value); None when the solver has none."""
-    import json
-
-    import numpy as np
-
-    entry = posture_entry(solver, frame)
-    if entry is None:
-        return None
-    text = entry.joints or "{}"
-    key = (text, tuple(robot.actuated_joint_names))
-    parsed = _PARSED_POSTURES.get(key)
-    if parsed is None:  # read each stored posture once, not every frame
-        try:
-            named = json.loads(text)
-        except ValueError:
-            return None
-        known = np.zeros(robot.dof, dtype=bool)
-        stored = np.zeros(robot.dof)
-        for i, name in enumerate(robot.actuated_joint_names):
-            value = named.get(name)
-            if isinstance(value, (int, float)) and np.isfinite(value):
-                known[i], stored[i] = True, float(value)
-        if len(_PARSED_POSTURES) > 64:
-            _PARSED_POSTURES.clear()
-        parsed = _PARSED_POSTURES[key] = (known, stored)
-    values = np.where(parsed[0], parsed[1], np.asarray(fallback, dtype=float))
-    return tuple(np.minimum(np.maximum(values, robot.lower), robot.upper).tolist())
-
-
-_PARSED_POSTURES: dict = {}
-
-
-def record_posture(solver, robot, joints, frame: float | None = None) -> None:
-    """Store `joints` as the posture: keyed at `frame` (a hand-off), or, with no frame, as the
-    posture in force now (the scene's frame), the base one when there is none yet."""
-    import json
-
-    import bpy as _bpy
-
-    text = json.dumps({name: float(v) for name, v in zip(robot.actuated_joint_names, joints)})
-    if frame is None:
-        entry = posture_entry(solver, _bpy.context.scene.frame_current)
-    else:
-        entry = next((e for e in solver.postures if abs(e.frame - frame) < 1e-6), None)
-    if entry is None:
-        entry = solver.postures.add()
-        entry.frame = BEFORE_ANY_KEY if frame is None else float(frame)
-    entry.joints = text
-
-
 def _readout(node, key, default):
-    from ..evaluator import readout
+    from ..session import readout
 
     return readout(node).get(key, default)
 

@@ -1,13 +1,13 @@
 """Node groups in the Kinema editor: Make Group (Ctrl G), Edit Group (Tab) and Ungroup, with
-their menu entries and keys. The work is in blender/groups.py; these are the buttons."""
+their menu entries and keys. The work is in blender/groups.py (flattening: blender/flatten.py); these are the buttons."""
 
 from __future__ import annotations
 
 import bpy
 
 from . import ReportingOperator
-from ..nodes.group import GROUP_IDNAME, KinemaGroupNode, KinemaGroupUse, register_group_uses, unregister_group_uses
-from ..tree import TREE_IDNAME
+from ..core.graph.registry import GROUP_IDNAME, TREE_IDNAME
+from ..nodes.group import KinemaGroupNode, KinemaGroupUse, register_group_uses, unregister_group_uses
 from ..blender.groups import group_nodes, ungroup
 
 

@@ -8,7 +8,7 @@ rig and its keys is here, calling the node's own module or blender/edit.py.
 import bpy
 
 from . import ReportingOperator, RigOperator
-from ..nodes.configuration import key_configuration_index
+from ..blender.edit import key_configuration_index
 
 
 class _NodeButton(ReportingOperator):
@@ -51,7 +51,7 @@ class KINEMA_OT_switch_target_bone(RigOperator, bpy.types.Operator):
 
     def execute(self, context):
         from ..blender.edit import active_rig, rig_tree, target_nodes
-        from ..nodes.ik_target import switch_target_link
+        from ..blender.edit import switch_target_link
 
         rig = active_rig(context)
         tree = rig_tree(rig)

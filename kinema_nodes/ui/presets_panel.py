@@ -99,7 +99,7 @@ class KINEMA_OT_save_preset(bpy.types.Operator):
         return context.window_manager.invoke_props_dialog(self)
 
     def execute(self, context):
-        from ..blender.groups import is_group_tree
+        from ..blender.flatten import is_group_tree
 
         rig = active_rig(context)
         tree = _editor_group(context) or rig_tree(rig)
@@ -113,7 +113,7 @@ class KINEMA_OT_save_preset(bpy.types.Operator):
 
 
 def _editor_group(context):
-    from ..blender.groups import is_group_tree
+    from ..blender.flatten import is_group_tree
 
     space = context.space_data
     tree = getattr(space, "edit_tree", None) if getattr(space, "type", "") == "NODE_EDITOR" else None

@@ -174,7 +174,7 @@ def author_hand_off(bpy, rig, target, tool, elbow, path, key_after_switch=True):
     """The manual's loop with a hand-off: key the tool at 1 and 10, hand the goal to the elbow at
     11 (the control snaps; key it), move and key the elbow at 20, hand back to the tool at 21
     (key it), move and key the tool at 30. The frames are visited as an animator jumps about."""
-    from kinema_nodes.nodes.ik_target import switch_target_link
+    from kinema_nodes.blender.edit import switch_target_link
 
     robot = robot_of(rig)
     scene = bpy.context.scene
@@ -246,7 +246,7 @@ def test_a_keyed_hand_off_replays_without_a_pop(blender, name, key_after_switch,
 def test_key_target_bone_keys_and_shows_the_choice_in_force(blender, name):
     bpy = blender
     from kinema_nodes.blender.animation import node_fcurve
-    from kinema_nodes.nodes.ik_target import switch_target_link
+    from kinema_nodes.blender.edit import switch_target_link
     from kinema_nodes.ui.ik_panel import target_bone_label
 
     relative, tool = {"ur3": ("ur_description/urdf/ur3_robot.urdf", "tool0"), "tiago_pro": SEVEN_AXIS["tiago_pro"]}[name]
@@ -366,7 +366,7 @@ def test_remove_takes_away_everything_add_ik_target_and_elbow_swivel_made(blende
     bpy = blender
     from kinema_nodes.blender.edit import add_elbow_swivel
     from kinema_nodes.blender.rig import key_joint_values
-    from kinema_nodes.nodes.ik_target import switch_target_link
+    from kinema_nodes.blender.edit import switch_target_link
 
     relative, link = SEVEN_AXIS[name]
     rig = import_rig(bpy, relative)

@@ -9,41 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from kinema_nodes.core.model.kinematics import link_pose
+from rig_helpers import import_rig, joints_of, pose_and_update, robot_of
 
 ARM7_START = [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.0]
-
-
-def _import(bpy, name):
-    from kinema_nodes.blender.build import import_urdf
-
-    return import_urdf(bpy.context, name)
-
-
-def _robot(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
-def _joints(rig):
-    from kinema_nodes.blender.rig import read_joint_values
-
-    return read_joint_values(rig, _robot(rig))
-
-
-def _pose(bpy, rig, q):
-    from kinema_nodes.blender.rig import write_joint_values
-
-    write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
-    bpy.context.view_layer.update()
 
 
 def _rig_with_target(bpy, link="flange", robot="arm7", start=ARM7_START):
     """arm7 posed at `start` with an IK target (NumPy solver) on `link`; Live IK left off."""
     from kinema_nodes.blender.edit import add_ik_target
 
-    rig = _import(bpy, robot)
-    _pose(bpy, rig, start)
+    rig = import_rig(bpy, robot)
+    pose_and_update(bpy, rig, start)
     bpy.context.view_layer.objects.active = rig
     tree, target, solver = add_ik_target(bpy.context, rig, link, backend="NUMPY")
     solver.use_own_budget, solver.budget_ms = True, 10_000.0
@@ -64,7 +40,7 @@ def _key_control(bpy, rig, target, poses_by_frame):
 
 
 def _fk_poses(rig, link, configurations, frames):
-    robot = _robot(rig)
+    robot = robot_of(rig)
     return {f: link_pose(robot, np.asarray(q, dtype=float), link) for q, f in zip(configurations, frames)}
 
 
@@ -90,17 +66,17 @@ def test_baked_keys_reproduce_the_live_solution_on_every_frame(blender):
     _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start, end, start], [1, 15, 30]))
     frames = range(1, 31)
 
-    _pose(bpy, rig, start)
+    pose_and_update(bpy, rig, start)
     solver.live = True
     live = []
     for frame in frames:
         bpy.context.scene.frame_set(frame)
         assert solver.summary.startswith("converged"), (frame, solver.summary)
-        live.append(_joints(rig))
+        live.append(joints_of(rig))
     live = np.array(live)
 
     solver.live = False
-    _pose(bpy, rig, start)
+    pose_and_update(bpy, rig, start)
     results = bake_tree(tree, 1, 30)
     assert results is not None and len(results) == 1
     report = results[0].report
@@ -110,12 +86,12 @@ def test_baked_keys_reproduce_the_live_solution_on_every_frame(blender):
     baked = []
     for frame in frames:  # playback without the solver: the keys alone
         bpy.context.scene.frame_set(frame)
-        baked.append(_joints(rig))
+        baked.append(joints_of(rig))
     np.testing.assert_allclose(np.array(baked), live, atol=1e-6)
     np.testing.assert_allclose(results[0].solution.joints, live, atol=1e-6)
     # one key per frame on each solved joint, none on the held finger slide
     data = _fcurve_data(rig)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     from kinema_nodes.blender.rig import joint_channel
 
     for name in robot.actuated_joint_names:
@@ -133,7 +109,7 @@ def test_a_keyed_hand_off_bakes_keys_for_every_joint_used_anywhere(blender):
     from kinema_nodes.blender.edit import key_target_link
 
     rig, tree, target, _ = _rig_with_target(bpy, link="link5")
-    robot = _robot(rig)
+    robot = robot_of(rig)
     start = np.array(ARM7_START)
     later = start + np.array([0.3, 0.2, -0.2, 0.3, 0.2, -0.3, 0.4, 0.0])
     # frames 1-10 the goal is link5's, standing still (joints 1-5 solve: a 5-joint chain reaches
@@ -158,7 +134,7 @@ def test_a_keyed_hand_off_bakes_keys_for_every_joint_used_anywhere(blender):
         assert np.array_equal(data[(f'pose.bones["{bone}"].{path}', index)][0::2], np.arange(1, 21, dtype=np.float32)), name
     for frame, link in ((5, "link5"), (20, "flange")):
         bpy.context.scene.frame_set(frame)
-        reached = link_pose(robot, _joints(rig), link)
+        reached = link_pose(robot, joints_of(rig), link)
         assert np.abs(reached[:3, 3] - poses[1 if frame == 5 else 20][:3, 3]).max() < 1e-5
 
 
@@ -173,7 +149,7 @@ def test_cancel_leaves_the_previous_action_intact(blender):
     before = _fcurve_data(rig)
     markers_before = [(m.name, m.frame) for m in bpy.context.scene.timeline_markers]
     bpy.context.scene.frame_set(7)
-    joints_before = _joints(rig)
+    joints_before = joints_of(rig)
     solver.live = True
 
     # a different motion, then a bake cancelled half-way (as Esc does in the UI)
@@ -199,7 +175,7 @@ def test_cancel_leaves_the_previous_action_intact(blender):
     assert solver.live is True
     solver.live = False
     bpy.context.scene.frame_set(7)
-    np.testing.assert_array_equal(_joints(rig), joints_before)
+    np.testing.assert_array_equal(joints_of(rig), joints_before)
 
 
 def test_an_unreachable_stretch_bakes_flags_those_frames_and_writes_no_nan(blender):
@@ -207,7 +183,7 @@ def test_an_unreachable_stretch_bakes_flags_those_frames_and_writes_no_nan(blend
     from kinema_nodes.blender.baking import MARKER_PREFIX, bake_tree
 
     rig, tree, target, _ = _rig_with_target(bpy)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     start = np.array(ARM7_START)
     near = link_pose(robot, start, "flange")
     far = near.copy()
@@ -301,7 +277,7 @@ def test_a_long_shot_solved_as_one_batch_matches_frame_by_frame(blender):
     _key_control(bpy, rig, target, _fk_poses(rig, "link6", [start, end, start], [1, 20, 40]))
     by_frame = BakeJob(tree, 1, 40, batch=False)
     by_frame.run()
-    _pose(bpy, rig, start)
+    pose_and_update(bpy, rig, start)
     for fcurve in list(_channelbag_fcurves(rig)):
         if "IK_" not in fcurve.data_path:
             fcurve.keyframe_points.clear()
@@ -332,7 +308,7 @@ def test_a_redundant_arm_with_a_posture_bakes_as_one_batch_equal_to_frame_by_fra
     _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start, end, start], [1, 20, 40]))
     by_frame = BakeJob(tree, 1, 40, batch=False)
     by_frame.run()
-    _pose(bpy, rig, start)
+    pose_and_update(bpy, rig, start)
     for fcurve in list(_channelbag_fcurves(rig)):
         if "IK_" not in fcurve.data_path:
             fcurve.keyframe_points.clear()
@@ -360,7 +336,7 @@ def test_baking_part_of_the_range_again_replaces_only_those_keys(blender):
     start = np.array(ARM7_START)
     _key_control(bpy, rig, target, _fk_poses(rig, "flange", [start, start + 0.3], [1, 20]))
     bake_tree(tree, 1, 20)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     bone, path, index, _ = joint_channel(robot, "joint1")
     key = (f'pose.bones["{bone}"].{path}', index)
     before = _fcurve_data(rig)[key].reshape(-1, 2)

@@ -235,7 +235,7 @@ def test_cli_configs_errors_are_one_line(tmp_path):
 
 def test_a_keyed_configuration_index_steps_on_its_keyed_frames(blender):
     from kinema_nodes.core.stages.configurations import clear_cache
-    from kinema_nodes.nodes.configuration import key_configuration_index
+    from kinema_nodes.blender.edit import key_configuration_index
     from kinema_nodes.blender.rig import read_joint_values
 
     bpy = blender

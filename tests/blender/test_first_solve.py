@@ -14,14 +14,10 @@ import numpy as np
 
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import rotation_angle_between
+from rig_helpers import settle
 
 ROBOT = "ur3_gripper"
 TOL = 1e-5
-
-
-def _settle(bpy):
-    bpy.context.view_layer.update()
-    bpy.context.view_layer.update()
 
 
 def _tool_gap(bpy, rig, target) -> tuple[float, float]:
@@ -62,7 +58,7 @@ def test_add_ik_target_solves_on_the_first_frame_while_pyroki_compiles(blender):
 
     control = rig.pose.bones[target.control_bone]
     control.location = (control.location[0] + 0.02, control.location[1] - 0.015, control.location[2] + 0.01)
-    _settle(bpy)
+    settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     assert "PyRoki is compiling for this robot" in solver.backend_note, solver.backend_note
     position, rotation = _tool_gap(bpy, rig, target)
@@ -80,7 +76,7 @@ def test_add_ik_target_solves_on_the_first_frame_while_pyroki_compiles(blender):
     assert position <= TOL and rotation <= TOL, (position, rotation)
 
     control.location = (control.location[0] - 0.01, control.location[1], control.location[2] + 0.01)
-    _settle(bpy)
+    settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     assert solver.backend_note == ""  # PyRoki answers now: no note
     position, rotation = _tool_gap(bpy, rig, target)

@@ -74,7 +74,7 @@ EDITS = st.lists(
 def test_random_edits_never_raise_never_write_nan_and_show_errors_on_the_nodes(blender_session, edits):
     bpy = blender_session
     from kinema_nodes import evaluator
-    from kinema_nodes.blender.groups import node_by_path
+    from kinema_nodes.blender.flatten import node_by_path
     from kinema_nodes.blender.build import import_urdf
     from kinema_nodes.blender.rig import read_joint_values, robot_for_rig
 

@@ -19,6 +19,7 @@ import pytest
 from kinema_nodes.core.model.example_robots import example_robots_folder
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion, rotation_angle_between
+from rig_helpers import robot_of, settle
 
 ROBOTS = {
     "z1": ("z1_description/urdf/z1.urdf", "gripperStator", "gripperMover", "jointGripper", -0.8),
@@ -34,21 +35,10 @@ def _import(bpy, name):
     return rig
 
 
-def _robot(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
 def _start(robot, jaw_joint, jaw_value):
     q = np.clip(robot.mid_configuration() + 0.2, robot.lower, robot.upper)
     q[robot.joint_index(jaw_joint)] = jaw_value
     return q
-
-
-def _settle(bpy):
-    bpy.context.view_layer.update()
-    bpy.context.view_layer.update()
 
 
 def _bone(rig, name):
@@ -68,11 +58,11 @@ def test_add_ik_target_moves_the_arm_and_never_the_jaw(blender, name, aim):
     bpy = blender
     _, tool_point, jaw, jaw_joint, jaw_value = ROBOTS[name]
     rig = _import(bpy, name)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     assert robot.tool_point == tool_point
     start = _start(robot, jaw_joint, jaw_value)
     write_joint_values(rig, robot, start)
-    _settle(bpy)
+    settle(bpy)
     link = None if aim == "tool point" else jaw
     _, target, solver = add_ik_target(bpy.context, rig, link, backend="NUMPY")
     solver.use_own_budget, solver.budget_ms = True, 10_000.0
@@ -89,7 +79,7 @@ def test_add_ik_target_moves_the_arm_and_never_the_jaw(blender, name, aim):
         from mathutils import Matrix
 
         bone.matrix = Matrix(matrix.tolist())
-        _settle(bpy)
+        settle(bpy)
         assert solver.summary.startswith("converged"), (name, aim, solver.summary)
         q = read_joint_values(rig, robot)
         assert abs(q[robot.joint_index(jaw_joint)] - held_value) <= 1e-6
@@ -107,7 +97,7 @@ def test_kinema_nodes_solve_holds_the_joints_add_ik_target_holds(blender):
     bpy = blender
     path, _, jaw, jaw_joint, jaw_value = ROBOTS["z1"]
     rig = _import(bpy, "z1")
-    robot = _robot(rig)
+    robot = robot_of(rig)
     _, _, solver = add_ik_target(bpy.context, rig, jaw, backend="NUMPY")
     panel_held = sorted(robot.held_joints(solver.hold_prismatic))
     start = _start(robot, jaw_joint, jaw_value)

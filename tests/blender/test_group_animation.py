@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.model.kinematics import link_pose
+from rig_helpers import joints_of, robot_of
 
 FRAMES = range(1, 21)
 HAND_OFF = 10
@@ -39,18 +40,6 @@ def _import(bpy, name):
     rig = import_urdf(bpy.context, ROBOTS[name] or sawyer_path())
     bpy.context.view_layer.objects.active = rig
     return rig
-
-
-def _robot(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
-def _joints(rig):
-    from kinema_nodes.blender.rig import read_joint_values
-
-    return read_joint_values(rig, _robot(rig))
 
 
 def _matrix(array):
@@ -82,7 +71,7 @@ def _build(bpy, name, kind):
     from kinema_nodes.core.roles import infer_roles
 
     rig = _import(bpy, name)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     start = _start(robot)
     write_joint_values(rig, robot, start)
     bpy.context.scene.frame_set(1)
@@ -125,12 +114,12 @@ def _play(bpy, rig, start):
     """Joint values of every frame, played forward from the same pose."""
     from kinema_nodes.blender.rig import write_joint_values
 
-    write_joint_values(rig, _robot(rig), start)
+    write_joint_values(rig, robot_of(rig), start)
     bpy.context.scene.frame_set(1)
     frames = []
     for frame in FRAMES:
         bpy.context.scene.frame_set(frame)
-        frames.append(_joints(rig))
+        frames.append(joints_of(rig))
     return np.array(frames)
 
 
@@ -190,7 +179,7 @@ def test_keys_put_on_a_node_inside_a_group_evaluate_for_every_user(blender):
         rigs.append(rig)
         solvers.append(solver)
         targets.append(target)
-    robot = _robot(rigs[0])
+    robot = robot_of(rigs[0])
     wrist = infer_roles(robot).links["wrist"]
     first_tree = rigs[0].kinema_tree
     switch = first_tree.nodes.new("KinemaLinkSwitchNode")
@@ -232,7 +221,7 @@ def test_a_group_used_twice_is_two_instances(blender, name):
     bpy = blender
     rigs = [_import(bpy, name), _import(bpy, name)]
     rigs[1].location = (5.0, 0.0, 0.0)
-    robot = _robot(rigs[0])
+    robot = robot_of(rigs[0])
     # Bent, away from limits and singularities.
     start = np.array([0.3, -1.2, 1.4, -0.8, 1.2, 0.3]) if name == "ur10" else _start(robot)
     for rig in rigs:
@@ -279,11 +268,11 @@ def test_a_group_used_twice_is_two_instances(blender, name):
     assert all(evaluator.readout_of(tree, path)["paused"] for path in paths)
     assert not inner_solver.over_budget  # the shared node is not the instance
     evaluator.resume(tree, paths[0])
-    paused_pose = _joints(rigs[1])
-    before = _joints(rigs[0])
+    paused_pose = joints_of(rigs[1])
+    before = joints_of(rigs[0])
     move(0.02)
-    assert np.abs(_joints(rigs[0]) - before).max() > 1e-4  # the resumed user solved again
-    assert np.array_equal(_joints(rigs[1]), paused_pose)  # the other stayed paused
+    assert np.abs(joints_of(rigs[0]) - before).max() > 1e-4  # the resumed user solved again
+    assert np.array_equal(joints_of(rigs[1]), paused_pose)  # the other stayed paused
     assert evaluator.readout_of(tree, paths[0])["paused"] and evaluator.readout_of(tree, paths[1])["paused"]
 
 
@@ -300,7 +289,7 @@ def test_bake_reads_the_animation_inside_a_group(blender, kind, name):
     rig, tree, start = _build(bpy, name, kind)
     plain = _play(bpy, rig, start)
     group_nodes(tree, _not_robot(tree), name="Animated")
-    write_joint_values(rig, _robot(rig), start)
+    write_joint_values(rig, robot_of(rig), start)
     bpy.context.scene.frame_set(1)
     results = bake_tree(tree, FRAMES[0], FRAMES[-1])
     assert results is not None and len(results) == 1
@@ -312,7 +301,7 @@ def test_keys_on_a_node_whose_name_has_quotes_move_with_make_group_and_ungroup(b
     Ungroup: its F-curve path is quoted as Blender quotes it, so the name cannot end the string."""
     from kinema_nodes.blender.animation import node_fcurve
     from kinema_nodes.blender.groups import group_nodes, ungroup
-    from kinema_nodes.tree import TREE_IDNAME
+    from kinema_nodes.core.graph.registry import TREE_IDNAME
 
     bpy = blender
     tree = bpy.data.node_groups.new('Quoted "tree"', TREE_IDNAME)

@@ -11,29 +11,9 @@ import numpy as np
 
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import rotation_angle_between
+from rig_helpers import import_rig, pose_and_update, robot_of, settle
 
 ARM6 = [0.3, -1.2, 1.4, -0.8, 1.2, 0.3]
-
-
-def _import(bpy, name):
-    from kinema_nodes.blender.build import import_urdf
-
-    rig = import_urdf(bpy.context, name)
-    bpy.context.view_layer.objects.active = rig
-    return rig
-
-
-def _robot(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
-def _pose(bpy, rig, q):
-    from kinema_nodes.blender.rig import write_joint_values
-
-    write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
-    bpy.context.view_layer.update()
 
 
 def _matrix(array):
@@ -52,11 +32,6 @@ def _assert_at(rig, link, goal_world, tolerance=1e-5):
     assert rotation_angle_between(pose, goal_world) < tolerance
 
 
-def _settle(bpy):
-    bpy.context.view_layer.update()
-    bpy.context.view_layer.update()
-
-
 def _solver(tree, rig, backend="NUMPY"):
     solver = tree.nodes.new("KinemaSolverNode")
     solver.backend = backend
@@ -69,9 +44,9 @@ def _two_arms_sharing_one_group(bpy):
     same group, whose IK Target follows one empty."""
     from kinema_nodes.blender.groups import add_group_node, group_nodes
 
-    first, second = _import(bpy, "arm6"), _import(bpy, "arm6")
+    first, second = import_rig(bpy, "arm6", active=True), import_rig(bpy, "arm6", active=True)
     for rig in (first, second):
-        _pose(bpy, rig, ARM6)
+        pose_and_update(bpy, rig, ARM6)
     goal = bpy.data.objects.new("Goal", None)
     bpy.context.scene.collection.objects.link(goal)
     tree = bpy.data.node_groups.new("Two arms", "KinemaNodeTree")
@@ -95,7 +70,7 @@ def _two_arms_sharing_one_group(bpy):
 
 def _goal_for(bpy, goal, rig, link, q):
     """Put the goal object at `link`'s pose of `rig` for configuration q (world)."""
-    goal.matrix_world = rig.matrix_world @ _matrix(link_pose(_robot(rig), np.asarray(q, dtype=float), link))
+    goal.matrix_world = rig.matrix_world @ _matrix(link_pose(robot_of(rig), np.asarray(q, dtype=float), link))
     bpy.context.view_layer.update()
 
 
@@ -105,8 +80,8 @@ def test_making_a_group_keeps_the_graph_and_its_behaviour(blender):
     from kinema_nodes.blender.edit import add_ik_target
 
     bpy = blender
-    rig = _import(bpy, "arm6")
-    _pose(bpy, rig, ARM6)
+    rig = import_rig(bpy, "arm6", active=True)
+    pose_and_update(bpy, rig, ARM6)
     tree, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
     solver.use_own_budget, solver.budget_ms = True, 10_000.0
     before = evaluator.snapshot(tree)
@@ -120,7 +95,7 @@ def test_making_a_group_keeps_the_graph_and_its_behaviour(blender):
     inner_target = group.node_tree.nodes["IK Target"]
     bone = rig.pose.bones[inner_target.control_bone]
     bone.location = (0.04, -0.03, 0.02)
-    _settle(bpy)
+    settle(bpy)
     inner_solver = group.node_tree.nodes["Solver"]
     assert inner_solver.summary.startswith("converged"), inner_solver.summary
     _assert_at(rig, "tool_tcp", _link_in_world(rig, inner_target.control_bone))
@@ -131,7 +106,7 @@ def test_a_group_used_twice_and_edited_once_changes_both(blender):
     _, rigs, groups, solvers, goal = _two_arms_sharing_one_group(bpy)
     q = np.array(ARM6) + 0.1
     _goal_for(bpy, goal, rigs[0], "tool_tcp", q)
-    _settle(bpy)
+    settle(bpy)
     for rig, solver in zip(rigs, solvers):
         assert solver.summary.startswith("converged"), solver.summary
         assert solver.solving_to == "tool_tcp"
@@ -139,7 +114,7 @@ def test_a_group_used_twice_and_edited_once_changes_both(blender):
 
     groups[0].node_tree.nodes["IK Target"].link_name = "wrist_3_link"  # one edit, inside the group
     _goal_for(bpy, goal, rigs[0], "wrist_3_link", q - 0.05)
-    _settle(bpy)
+    settle(bpy)
     for rig, solver in zip(rigs, solvers):  # both users changed
         assert solver.summary.startswith("converged"), solver.summary
         assert solver.solving_to == "wrist_3_link"
@@ -158,7 +133,7 @@ def test_groups_nest_and_flatten_to_one_graph(blender):
     names = {n.name for n in spec.nodes}
     assert f"{outer.name}/{inner_name}/IK Target" in names and f"{outer.name}/Solver" in names
     _goal_for(bpy, goal, rigs[0], "tool_tcp", np.array(ARM6) - 0.1)
-    _settle(bpy)
+    settle(bpy)
     inner_solver = outer.node_tree.nodes["Solver"]
     assert inner_solver.summary.startswith("converged"), inner_solver.summary
     _assert_at(rigs[0], "tool_tcp", np.array(goal.matrix_world))
@@ -170,7 +145,7 @@ def test_an_error_inside_a_group_shows_on_the_group_node_and_nothing_raises(blen
     bpy = blender
     tree, _, groups, _, goal = _two_arms_sharing_one_group(bpy)
     bpy.data.objects.remove(goal)
-    _settle(bpy)
+    settle(bpy)
     for group in groups:
         assert "IK Target: control 'Goal' no longer exists" in group.kinema_error
     assert evaluator.run_tree(tree, force=True) == []  # the graph does not run, and says why
@@ -189,7 +164,7 @@ def test_a_group_tree_never_runs_on_its_own(blender):
     _, _, groups, _, _ = _two_arms_sharing_one_group(bpy)
     group_tree = groups[0].node_tree
     assert evaluator.snapshot(group_tree).nodes == ()
-    _settle(bpy)
+    settle(bpy)
     assert group_tree.nodes["IK Target"].kinema_error == ""
 
 
@@ -199,7 +174,7 @@ def test_groups_survive_save_and_reload(blender, tmp_path):
     bpy = blender
     _, rigs, _, _, goal = _two_arms_sharing_one_group(bpy)
     _goal_for(bpy, goal, rigs[0], "tool_tcp", np.array(ARM6) + 0.08)
-    _settle(bpy)
+    settle(bpy)
     rig_names = [rig.name for rig in rigs]
     path = str(tmp_path / "groups.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
@@ -224,25 +199,25 @@ def test_a_group_saved_as_a_preset_applies_to_another_robot_and_is_an_asset(blen
 
     monkeypatch.setenv("KINEMA_NODES_PRESET_DIR", str(tmp_path))
     bpy = blender
-    rig = _import(bpy, "arm6")
-    _pose(bpy, rig, ARM6)
+    rig = import_rig(bpy, "arm6", active=True)
+    pose_and_update(bpy, rig, ARM6)
     tree, target, solver = add_ik_target(bpy.context, rig, "forearm_link", backend="NUMPY")
     group = group_nodes(tree, [target, solver], name="Aim the elbow")
     path = save_tree_as_preset(group.node_tree, rig, "Aim the elbow", mark_asset=True)
     assert group.node_tree.asset_data is not None  # shows in the Asset Browser (this file's assets)
     assert '"role": "elbow"' in path.read_text()
 
-    arm7 = _import(bpy, "arm7")
+    arm7 = import_rig(bpy, "arm7", active=True)
     start = np.array([0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.0])
-    _pose(bpy, arm7, start)
+    pose_and_update(bpy, arm7, start)
     applied = apply_preset(bpy.context, arm7, "Aim the elbow", backend="NUMPY")
     (target,) = [n for n in applied.nodes if n.bl_idname == "KinemaIKTargetNode"]
     (solver,) = [n for n in applied.nodes if n.bl_idname == "KinemaSolverNode"]
     solver.use_own_budget, solver.budget_ms = True, 10_000.0
     assert target.link_name == "link4" and target.control_bone in arm7.data.bones
     moved = start + np.array([0.1, -0.1, 0.1, 0.1, 0.0, 0.0, 0.0, 0.0])
-    arm7.pose.bones[target.control_bone].matrix = _matrix(link_pose(_robot(arm7), moved, "link4"))
-    _settle(bpy)
+    arm7.pose.bones[target.control_bone].matrix = _matrix(link_pose(robot_of(arm7), moved, "link4"))
+    settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     _assert_at(arm7, "link4", _link_in_world(arm7, target.control_bone))
 
@@ -270,7 +245,7 @@ def test_ungrouping_restores_the_same_graph(blender):
     from kinema_nodes.blender.edit import add_ik_target
 
     bpy = blender
-    rig = _import(bpy, "arm6")
+    rig = import_rig(bpy, "arm6", active=True)
     tree, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
     before = evaluator.snapshot(tree)
     group = group_nodes(tree, [target, solver], name="Reach")

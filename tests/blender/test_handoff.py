@@ -9,37 +9,9 @@ from kinema_nodes.core.graph.spec import GraphSpec, LinkSpec, NodeSpec
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.graph.program import FrameInputs, compile_program
 from kinema_nodes.core.model.rotations import rotation_angle_between
+from rig_helpers import import_rig, joints_of, robot_of, set_joints, settle
 
 ARM6_START = [0.2, -1.2, 1.2, -0.5, 0.5, 0.0]
-
-
-def _import(bpy, name):
-    from kinema_nodes.blender.build import import_urdf
-
-    return import_urdf(bpy.context, name)
-
-
-def _robot(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
-def _joints(rig):
-    from kinema_nodes.blender.rig import read_joint_values
-
-    return read_joint_values(rig, _robot(rig))
-
-
-def _pose(rig, q):
-    from kinema_nodes.blender.rig import write_joint_values
-
-    write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
-
-
-def _settle(bpy):
-    bpy.context.view_layer.update()
-    bpy.context.view_layer.update()
 
 
 def _add_target(bpy, rig, link=None):
@@ -58,21 +30,21 @@ def _reaches(rig, target, link, tolerance=1e-5):
 
 
 def test_keyed_hand_off_to_joint_3_and_back_steps_on_the_keyed_frames_only(blender):
-    from kinema_nodes.nodes.ik_target import switch_target_link
+    from kinema_nodes.blender.edit import switch_target_link
 
     bpy = blender
-    rig = _import(bpy, "arm6")
-    _pose(rig, ARM6_START)
-    _settle(bpy)
+    rig = import_rig(bpy, "arm6")
+    set_joints(rig, ARM6_START)
+    settle(bpy)
     _tree, target, solver = _add_target(bpy, rig)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     joint_3_link = robot.joint_by_name[robot.actuated_joint_names[2]].child  # forearm_link
     scene = bpy.context.scene
     keys = {1: robot.tool_point, 10: joint_3_link, 20: robot.tool_point}
     for frame, link in keys.items():
         scene.frame_set(frame)
         switch_target_link(bpy.context, rig, target, link, key=True)
-        _settle(bpy)
+        settle(bpy)
     seen = {}
     for frame in list(range(1, 26)) + list(range(25, 0, -1)):
         scene.frame_set(frame)
@@ -84,26 +56,26 @@ def test_keyed_hand_off_to_joint_3_and_back_steps_on_the_keyed_frames_only(blend
 
 
 def test_switching_the_target_bone_snaps_the_control_so_nothing_jumps(blender):
-    from kinema_nodes.nodes.ik_target import switch_target_link
+    from kinema_nodes.blender.edit import switch_target_link
 
     bpy = blender
-    rig = _import(bpy, "arm6")
-    _pose(rig, ARM6_START)
-    _settle(bpy)
+    rig = import_rig(bpy, "arm6")
+    set_joints(rig, ARM6_START)
+    settle(bpy)
     _tree, target, solver = _add_target(bpy, rig)
-    before = _joints(rig)
+    before = joints_of(rig)
     switch_target_link(bpy.context, rig, target, "wrist_2_link", key=False)
-    _settle(bpy)
+    settle(bpy)
     assert solver.solving_to == "wrist_2_link"
-    assert np.abs(_joints(rig) - before).max() < 1e-6
+    assert np.abs(joints_of(rig) - before).max() < 1e-6
     assert _reaches(rig, target, "wrist_2_link")
 
 
 def test_link_switch_node_picks_the_link_by_frame_range_and_by_a_driven_value(blender):
     bpy = blender
-    rig = _import(bpy, "arm6")
-    _pose(rig, ARM6_START)
-    _settle(bpy)
+    rig = import_rig(bpy, "arm6")
+    set_joints(rig, ARM6_START)
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
     switch = tree.nodes.new("KinemaLinkSwitchNode")
     switch.add_range(1, "tool_tcp")
@@ -116,10 +88,10 @@ def test_link_switch_node_picks_the_link_by_frame_range_and_by_a_driven_value(bl
     switch.mode = "VALUE"
     switch.value = 0.0
     scene.frame_set(8)
-    _settle(bpy)
+    settle(bpy)
     assert solver.solving_to == "tool_tcp"
     switch.value = 7.0
-    _settle(bpy)
+    settle(bpy)
     assert solver.solving_to == "wrist_1_link"
 
 
@@ -143,43 +115,43 @@ def test_rail_is_held_by_hand_and_the_arm_reaches_from_where_it_is(blender):
     from kinema_nodes.blender.rig import set_joint_value
 
     bpy = blender
-    rig = _import(bpy, "rail_arm6")
-    robot = _robot(rig)
-    _pose(rig, [0.5, *ARM6_START])
-    _settle(bpy)
+    rig = import_rig(bpy, "rail_arm6")
+    robot = robot_of(rig)
+    set_joints(rig, [0.5, *ARM6_START])
+    settle(bpy)
     _tree, target, solver = _add_target(bpy, rig)
     rail = robot.joint_index("rail_joint")
     # drag the rail: the arm's base moves and the arm reaches back to the unchanged control
     set_joint_value(rig, robot, "rail_joint", 0.7)
-    by_hand = _joints(rig)[rail]  # as the rig stores it (float32)
+    by_hand = joints_of(rig)[rail]  # as the rig stores it (float32)
     assert abs(by_hand - 0.7) < 1e-6
-    _settle(bpy)
-    assert _joints(rig)[rail] == by_hand
+    settle(bpy)
+    assert joints_of(rig)[rail] == by_hand
     assert solver.summary.startswith("converged"), solver.summary
     assert _reaches(rig, target, robot.tool_point)
     # move the control: the solver never touches the rail
     rig.pose.bones[target.control_bone].location = (0.03, -0.02, 0.04)
-    _settle(bpy)
-    assert _joints(rig)[rail] == by_hand
+    settle(bpy)
+    assert joints_of(rig)[rail] == by_hand
     assert _reaches(rig, target, robot.tool_point)
 
 
 def test_aiming_at_the_flange_takes_the_finger_out_of_the_chain(blender):
     bpy = blender
-    rig = _import(bpy, "arm7")
-    robot = _robot(rig)
+    rig = import_rig(bpy, "arm7")
+    robot = robot_of(rig)
     assert "finger_joint" in robot.chain_joint_names("fingertip_tcp")  # the file's tcp is on a finger...
     assert robot.tool_point == "flange"  # ...so the default tool point is the flange (#12)
     assert "finger_joint" not in robot.chain_joint_names("flange")
-    _pose(rig, [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.025])
-    _settle(bpy)
+    set_joints(rig, [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.025])
+    settle(bpy)
     _tree, target, solver = _add_target(bpy, rig, "flange")
     solver.hold_prismatic = False  # even with slides free, the finger is not in the flange's chain
     rig.pose.bones[target.control_bone].location = (0.04, 0.03, -0.02)
-    _settle(bpy)
+    settle(bpy)
     finger = robot.joint_index("finger_joint")
     assert solver.solving_to == "flange" and solver.summary.startswith("converged"), solver.summary
-    assert abs(_joints(rig)[finger] - 0.025) < 1e-7
+    assert abs(joints_of(rig)[finger] - 0.025) < 1e-7
     assert _reaches(rig, target, "flange")
 
 
@@ -188,22 +160,22 @@ def test_panel_operators_run_through_bpy_ops(blender):
     from kinema_nodes.blender.edit import configuration_node, swivel_nodes
 
     bpy = blender
-    rig = _import(bpy, "arm7")
-    _pose(rig, [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.0])
-    _settle(bpy)
+    rig = import_rig(bpy, "arm7")
+    set_joints(rig, [0.1, -0.3, 0.2, -2.0, 0.1, 1.6, 0.5, 0.0])
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig, "flange")
-    _settle(bpy)
+    settle(bpy)
     assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
     count = configuration_node(tree, solver).solutions_found
     assert count >= 2
-    before = _joints(rig)
+    before = joints_of(rig)
     assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}
-    _settle(bpy)
-    assert np.abs(_joints(rig) - before).max() > 1e-3
+    settle(bpy)
+    assert np.abs(joints_of(rig) - before).max() > 1e-3
     assert bpy.ops.kinema.add_elbow_swivel() == {"FINISHED"}
     assert len(swivel_nodes(tree)) == 1
     assert bpy.ops.kinema.switch_target_bone(target=target.name, link="link7") == {"FINISHED"}
-    _settle(bpy)
+    settle(bpy)
     assert solver.solving_to == "link7" and target.link_name == "link7"
     assert _reaches(rig, target, "link7")
 
@@ -212,9 +184,9 @@ def test_elbow_swivel_refuses_an_arm_without_a_spare_joint(blender):
     from kinema_nodes.blender.edit import add_elbow_swivel
 
     bpy = blender
-    rig = _import(bpy, "arm6")
-    _pose(rig, ARM6_START)
-    _settle(bpy)
+    rig = import_rig(bpy, "arm6")
+    set_joints(rig, ARM6_START)
+    settle(bpy)
     _add_target(bpy, rig)
     with pytest.raises(ValueError, match="no spare joint"):
         add_elbow_swivel(bpy.context, rig)

@@ -14,38 +14,9 @@ import pytest
 
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import rotation_angle_between
+from rig_helpers import import_rig, joints_of, robot_of, set_joints, settle
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _import(bpy, name):
-    from kinema_nodes.blender.build import import_urdf
-
-    return import_urdf(bpy.context, name)
-
-
-def _robot(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
-def _joints(rig):
-    from kinema_nodes.blender.rig import read_joint_values
-
-    return read_joint_values(rig, _robot(rig))
-
-
-def _pose(rig, q):
-    from kinema_nodes.blender.rig import write_joint_values
-
-    write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
-
-
-def _settle(bpy):
-    """Let the depsgraph run the handlers, then evaluate what they wrote."""
-    bpy.context.view_layer.update()
-    bpy.context.view_layer.update()
 
 
 def _add_target(bpy, rig, link=None, backend="NUMPY"):
@@ -76,7 +47,7 @@ def _keyframe_control_along(bpy, rig, target, configurations, frames):
     """Key the control at the FK poses of `configurations` (so every key is reachable)."""
     from mathutils import Matrix
 
-    robot = _robot(rig)
+    robot = robot_of(rig)
     bone = rig.pose.bones[target.control_bone]
     for q, frame in zip(configurations, frames):
         bone.matrix = Matrix(link_pose(robot, np.asarray(q), target.link_name).tolist())
@@ -88,9 +59,9 @@ def _keyframe_control_along(bpy, rig, target, configurations, frames):
 @pytest.mark.parametrize("backend", ["NUMPY", "PYROKI"])
 def test_tool_follows_a_keyframed_control_on_every_frame_of_a_scrub(blender, backend):
     bpy = blender
-    rig = _import(bpy, "arm7")
-    _pose(rig, ARM7_START)
-    _settle(bpy)
+    rig = import_rig(bpy, "arm7")
+    set_joints(rig, ARM7_START)
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig, "flange", backend)
     start = np.array(ARM7_START)
     end = start + np.array([0.4, 0.3, -0.3, 0.4, 0.3, -0.3, 0.5, 0.0])
@@ -105,62 +76,62 @@ def test_tool_follows_a_keyframed_control_on_every_frame_of_a_scrub(blender, bac
 
 def test_adding_a_target_leaves_the_pose_unchanged(blender):
     bpy = blender
-    rig = _import(bpy, "arm7")
-    _pose(rig, ARM7_START)
-    _settle(bpy)
-    before = _joints(rig)
+    rig = import_rig(bpy, "arm7")
+    set_joints(rig, ARM7_START)
+    settle(bpy)
+    before = joints_of(rig)
     tree, target, solver = _add_target(bpy, rig)
-    _settle(bpy)
-    assert np.abs(_joints(rig) - before).max() <= 1e-9
+    settle(bpy)
+    assert np.abs(joints_of(rig) - before).max() <= 1e-9
     assert rig.data.collections_all["IK"].is_visible
     assert target.control_bone in [b.name for b in rig.data.collections_all["IK"].bones]
-    assert rig.data.bones[target.control_bone].parent.name == _robot(rig).root_link
+    assert rig.data.bones[target.control_bone].parent.name == robot_of(rig).root_link
     _assert_reaches(rig, target)
 
 
 def test_two_rigs_with_two_trees_do_not_disturb_each_other(blender):
     bpy = blender
-    first, second = _import(bpy, "arm6"), _import(bpy, "arm6")
+    first, second = import_rig(bpy, "arm6"), import_rig(bpy, "arm6")
     assert first.name != second.name
     for rig in (first, second):
-        _pose(rig, [0.2, -1.2, 1.2, -0.5, 0.5, 0.0])
-    _settle(bpy)
+        set_joints(rig, [0.2, -1.2, 1.2, -0.5, 0.5, 0.0])
+    settle(bpy)
     tree_a, target_a, _ = _add_target(bpy, first)
     tree_b, target_b, _ = _add_target(bpy, second)
     assert tree_a != tree_b
-    _settle(bpy)
-    second_before = _joints(second)
+    settle(bpy)
+    second_before = joints_of(second)
     first.pose.bones[target_a.control_bone].location = (0.05, -0.03, 0.02)
-    _settle(bpy)
-    assert np.abs(_joints(second) - second_before).max() <= 1e-9
-    assert np.abs(_joints(first) - second_before).max() > 1e-3
+    settle(bpy)
+    assert np.abs(joints_of(second) - second_before).max() <= 1e-9
+    assert np.abs(joints_of(first) - second_before).max() > 1e-3
     _assert_reaches(first, target_a)
 
 
 def test_a_tiny_budget_pauses_live_updates_until_resumed(blender):
     bpy = blender
-    rig = _import(bpy, "arm6")
-    _pose(rig, [0.2, -1.2, 1.2, -0.5, 0.5, 0.0])
-    _settle(bpy)
+    rig = import_rig(bpy, "arm6")
+    set_joints(rig, [0.2, -1.2, 1.2, -0.5, 0.5, 0.0])
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
     solver.use_own_budget = True
     solver.budget_ms = 0.001
     bone = rig.pose.bones[target.control_bone]
     bone.location = (0.02, 0, 0)  # the first solve to a link pays its compile and is not counted
-    _settle(bpy)
+    settle(bpy)
     bone.location = (0.04, 0, 0)
-    _settle(bpy)
+    settle(bpy)
     assert solver.over_budget
-    paused_at = _joints(rig)
+    paused_at = joints_of(rig)
     bone.location = (0.06, 0, 0)
-    _settle(bpy)
-    assert np.array_equal(_joints(rig), paused_at)  # paused: the rig does not follow
+    settle(bpy)
+    assert np.array_equal(joints_of(rig), paused_at)  # paused: the rig does not follow
     from kinema_nodes.nodes.solver import draw_readout  # the panel's red line
     assert "Over budget; live updates paused" in Path(draw_readout.__code__.co_filename).read_text()
     solver.use_own_budget = False
     bpy.context.view_layer.objects.active = rig
     assert bpy.ops.kinema.resume_live() == {"FINISHED"}
-    _settle(bpy)
+    settle(bpy)
     assert not solver.over_budget
     _assert_reaches(rig, target)
 
@@ -169,9 +140,9 @@ def test_every_invalid_graph_shows_its_error_on_the_node_and_raises_nothing(blen
     bpy = blender
     from kinema_nodes import evaluator
 
-    rig = _import(bpy, "arm6")
+    rig = import_rig(bpy, "arm6")
     tree, target, solver = _add_target(bpy, rig)
-    _settle(bpy)
+    settle(bpy)
 
     lonely = bpy.data.node_groups.new("No robot", "KinemaNodeTree")
     robot_node = lonely.nodes.new("KinemaRobotNode")
@@ -204,16 +175,16 @@ def test_every_invalid_graph_shows_its_error_on_the_node_and_raises_nothing(blen
     evaluator.run_all(bpy.context.scene)
     assert target.kinema_error == ""
     bpy.data.objects.remove(empty)
-    _settle(bpy)
+    settle(bpy)
     assert "control 'Goal' no longer exists" in target.kinema_error
-    assert np.all(np.isfinite(_joints(rig)))
+    assert np.all(np.isfinite(joints_of(rig)))
 
 
 def test_save_and_reload_give_the_same_joint_values_on_every_frame(blender, tmp_path):
     bpy = blender
-    rig = _import(bpy, "arm7")
-    _pose(rig, ARM7_START)
-    _settle(bpy)
+    rig = import_rig(bpy, "arm7")
+    set_joints(rig, ARM7_START)
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig, "flange")
     start = np.array(ARM7_START)
     _keyframe_control_along(bpy, rig, target, [start, start + 0.3, start - 0.2], [1, 10, 20])
@@ -223,7 +194,7 @@ def test_save_and_reload_give_the_same_joint_values_on_every_frame(blender, tmp_
         values = []
         for frame in frames:
             bpy.context.scene.frame_set(frame)
-            values.append(_joints(rig))
+            values.append(joints_of(rig))
         return np.array(values)
 
     scrub(rig)
@@ -253,26 +224,26 @@ def test_readme_scripting_example_runs(blender):
 def test_one_solver_with_two_targets_reaches_both_hands_of_a_humanoid(blender):
     """Talos: both grippers aimed at their own controls, solved jointly (torso shared)."""
     bpy = blender
-    rig = _import(bpy, "talos")
-    robot = _robot(rig)
+    rig = import_rig(bpy, "talos")
+    robot = robot_of(rig)
     q = robot.mid_configuration()
     for side, sign in (("left", 1), ("right", -1)):
         q[robot.joint_index(f"arm_{side}_2_joint")] = 0.3 * sign
         q[robot.joint_index(f"arm_{side}_4_joint")] = -1.2
-    _pose(rig, q)
-    _settle(bpy)
+    set_joints(rig, q)
+    settle(bpy)
     tree, left, solver = _add_target(bpy, rig, "gripper_left_base_link")
     _, right, _ = _add_target(bpy, rig, "gripper_right_base_link")
     assert len(solver.inputs["Targets"].links) == 2
     rig.pose.bones[left.control_bone].location = (0.03, 0.02, -0.02)
     rig.pose.bones[right.control_bone].location = (-0.02, 0.03, 0.02)
-    _settle(bpy)
+    settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     assert solver.solving_to == "gripper_left_base_link, gripper_right_base_link"
     _assert_reaches(rig, left)
     _assert_reaches(rig, right)
     legs = [robot.joint_index(n) for n in robot.actuated_joint_names if n.startswith("leg_")]
-    assert np.abs(_joints(rig)[legs] - q[legs]).max() <= 1e-6  # not in either chain: untouched
+    assert np.abs(joints_of(rig)[legs] - q[legs]).max() <= 1e-6  # not in either chain: untouched
 
 
 def test_the_live_solve_through_prepare_gives_the_core_solve_answer_with_the_frames_posture(blender):
@@ -286,12 +257,12 @@ def test_the_live_solve_through_prepare_gives_the_core_solve_answer_with_the_fra
     from kinema_nodes.core.solve import solve
 
     bpy = blender
-    rig = _import(bpy, "xarm7")
-    robot = _robot(rig)
+    rig = import_rig(bpy, "xarm7")
+    robot = robot_of(rig)
     start = robot.mid_configuration()
     start[robot.joint_index("joint4")] = 1.2
-    _pose(rig, start)
-    _settle(bpy)
+    set_joints(rig, start)
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig, "link_eef")
     end = np.clip(start + np.array([0.3, -0.2, 0.25, -0.3, 0.2, 0.3, -0.2]), robot.lower, robot.upper)
     _keyframe_control_along(bpy, rig, target, [start, end], [1, 12])
@@ -304,12 +275,12 @@ def test_the_live_solve_through_prepare_gives_the_core_solve_answer_with_the_fra
         inputs = evaluator.frame_inputs(tree, program, step, frame)
         assert inputs.values[step.node]["posture"] is not None
         core = program.run_step(step, inputs)
-        live = program.run_step(step, inputs, evaluator._live_solve)
+        live = program.run_step(step, inputs, evaluator.live_solve)
         assert core.converged and live.converged, (frame, core.summary, live.summary)
         np.testing.assert_allclose(live.joints, core.joints, rtol=0, atol=1e-9)
         free = solve(robot, [_goal(inputs, step)], inputs.starts[step.rig], replace(_options(step, robot), posture=None))
         unsettled = max(unsettled, float(np.abs(free.joints - core.joints).max()))
-        _pose(rig, live.joints)
+        set_joints(rig, live.joints)
     assert unsettled > 1e-4, unsettled
 
 
@@ -335,11 +306,11 @@ def test_a_live_frame_on_the_lean_path_gives_the_answer_of_run_step(blender):
     from kinema_nodes import evaluator
 
     bpy = blender
-    rig = _import(bpy, "ur3")
-    robot = _robot(rig)
+    rig = import_rig(bpy, "ur3")
+    robot = robot_of(rig)
     start = np.clip(np.array([0.3, -1.2, 1.4, -1.6, -1.5, 0.4]), robot.lower, robot.upper)
-    _pose(rig, start)
-    _settle(bpy)
+    set_joints(rig, start)
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
     end = np.clip(start + np.array([0.35, -0.25, 0.3, 0.2, -0.3, 0.25]), robot.lower, robot.upper)
     _keyframe_control_along(bpy, rig, target, [start, end], [1, 10])
@@ -348,9 +319,9 @@ def test_a_live_frame_on_the_lean_path_gives_the_answer_of_run_step(blender):
         bpy.context.scene.frame_set(frame)
         program = evaluator.program_for(tree)
         step = program.steps[0]
-        general = program.run_step(step, evaluator.frame_inputs(tree, program, step, frame), evaluator._live_solve)
+        general = program.run_step(step, evaluator.frame_inputs(tree, program, step, frame), evaluator.live_solve)
         (lean,) = evaluator.run_tree(tree, frame, force=True)
-        assert evaluator._leans[(tree.as_pointer(), step.node)][2] is not None
+        assert evaluator.fast_frame(tree, step.node) is not None
         assert general.converged and lean.converged, (frame, general.summary, lean.summary)
         np.testing.assert_allclose(lean.joints, general.joints, rtol=0, atol=1e-9)
         assert lean.summary == general.summary and lean.solved_links == general.solved_links
@@ -365,17 +336,18 @@ def test_edits_made_by_a_script_between_frames_are_seen_while_the_snapshot_is_sk
     from kinema_nodes import evaluator
 
     bpy = blender
-    rig = _import(bpy, "ur3")
-    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
-    _settle(bpy)
+    rig = import_rig(bpy, "ur3")
+    set_joints(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
-    robot = _robot(rig)
-    q = _joints(rig)
+    robot = robot_of(rig)
+    q = joints_of(rig)
     _keyframe_control_along(bpy, rig, target, [q, q + 0.2 * np.sign(robot.upper - q)], [1, 20])
     for frame in range(1, 5):
         bpy.context.scene.frame_set(frame)
-    key = tree.as_pointer()
-    assert evaluator._validated[key][1], "a plain, unanimated tree may skip its snapshot"
+    from kinema_nodes.session import SESSION
+
+    assert SESSION.trees[tree.as_pointer()].checked[1], "a plain, unanimated tree may skip its snapshot"
     program = evaluator.compiled_program(tree)
     bpy.context.scene.frame_set(5)
     assert evaluator.compiled_program(tree) is program  # nothing changed: the same compiled Program
@@ -415,13 +387,13 @@ def test_an_edit_elsewhere_does_not_solve_the_rig_again(blender):
     from kinema_nodes.blender import rig as rig_module
 
     bpy = blender
-    rig = _import(bpy, "ur3")
-    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
-    _settle(bpy)
+    rig = import_rig(bpy, "ur3")
+    set_joints(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
     for _ in range(3):
-        _settle(bpy)
-    assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
+        settle(bpy)
+    assert evaluator.fast_frame(tree, solver.name) is not None, "the lean path ran"
     writes = []
     original, original_live = rig_module.write_joint_values, rig_module.LiveRig.write
 
@@ -436,14 +408,12 @@ def test_an_edit_elsewhere_does_not_solve_the_rig_again(blender):
     other = bpy.data.objects.new("Something Else", None)
     bpy.context.scene.collection.objects.link(other)
     rig_module.write_joint_values, rig_module.LiveRig.write = counting_write, counting_live_write
-    evaluator._lean_imports = None  # the lean path looks its helpers up again
     try:
         other.location.x += 0.1
         for _ in range(6):
             bpy.context.view_layer.update()
     finally:
         rig_module.write_joint_values, rig_module.LiveRig.write = original, original_live
-        evaluator._lean_imports = None
         bpy.data.objects.remove(other)
     assert len(writes) == 0, len(writes)
     assert solver.summary.startswith("converged"), solver.summary
@@ -456,14 +426,14 @@ def test_a_link_the_solver_refuses_is_said_on_the_lean_path_too(blender):
     from kinema_nodes import evaluator
 
     bpy = blender
-    rig = _import(bpy, "ur3")
-    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
-    _settle(bpy)
+    rig = import_rig(bpy, "ur3")
+    set_joints(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     target.link_index = 1  # robot.links[0]: the root
     (result,) = evaluator.run_tree(tree, 1, force=True)
-    assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
+    assert evaluator.fast_frame(tree, solver.name) is not None, "the lean path ran"
     assert result.joints is None and result.summary.startswith(f"cannot solve: link '{robot.links[0]}'"), result.summary
 
 
@@ -472,11 +442,11 @@ def test_a_target_bone_keyed_by_a_script_between_frames_is_read_from_its_keys(bl
     lean path reads the Target Bone from its keys on the next frame, as link_at_frame does. The
     tree is not the rig's kinema_tree here, so nothing else evaluates its animation."""
     bpy = blender
-    rig = _import(bpy, "ur3")
-    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
-    _settle(bpy)
+    rig = import_rig(bpy, "ur3")
+    set_joints(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     for frame in (1, 2, 3):
         bpy.context.scene.frame_set(frame)
     rig.kinema_tree = None
@@ -497,16 +467,16 @@ def test_a_rig_that_lost_a_bone_does_not_stop_the_other_trees(blender):
     from kinema_nodes import evaluator
 
     bpy = blender
-    first, second = _import(bpy, "arm6"), _import(bpy, "arm6")
+    first, second = import_rig(bpy, "arm6"), import_rig(bpy, "arm6")
     for rig in (first, second):
-        _pose(rig, [0.2, -1.2, 1.2, -0.5, 0.5, 0.0])
-    _settle(bpy)
+        set_joints(rig, [0.2, -1.2, 1.2, -0.5, 0.5, 0.0])
+    settle(bpy)
     tree_a, target_a, solver_a = _add_target(bpy, first)
     tree_b, target_b, solver_b = _add_target(bpy, second)
-    _settle(bpy)
+    settle(bpy)
     from kinema_nodes.blender.rig import joint_channel
 
-    robot = _robot(first)
+    robot = robot_of(first)
     first.data.bones[joint_channel(robot, robot.actuated_joint_names[2])[0]].name = "renamed by hand"
     second.pose.bones[target_b.control_bone].location = (0.05, -0.03, 0.02)
     evaluator.run_all(bpy.context.scene, force=True)
@@ -526,24 +496,24 @@ def test_a_joint_moved_by_a_script_between_frames_is_solved_again_on_the_lean_pa
     from kinema_nodes.blender.rig import joint_channel
 
     bpy = blender
-    rig = _import(bpy, "ur3")
-    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
-    _settle(bpy)
+    rig = import_rig(bpy, "ur3")
+    set_joints(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     _keyframe_control_along(bpy, rig, target, [[0.3, -1.2, 1.4, -1.6, -1.5, 0.4], [0.5, -1.0, 1.2, -1.5, -1.4, 0.6]], [1, 20])
     for frame in range(1, 11):
         bpy.context.scene.frame_set(frame)
-    assert evaluator._leans[(tree.as_pointer(), solver.name)][2] is not None, "the lean path ran"
+    assert evaluator.fast_frame(tree, solver.name) is not None, "the lean path ran"
     _assert_reaches(rig, target)
-    solved = _joints(rig)
+    solved = joints_of(rig)
     bone, path, index, scale = joint_channel(robot, robot.actuated_joint_names[1])
     getattr(rig.pose.bones[bone], path)[index] += 0.4 * scale
-    assert abs(_joints(rig)[1] - solved[1] - 0.4) < 1e-6, "the script moved the joint"
+    assert abs(joints_of(rig)[1] - solved[1] - 0.4) < 1e-6, "the script moved the joint"
     bpy.context.scene.frame_set(10)
     _assert_reaches(rig, target)
     # the same branch again: solved from another start, the joints agree to the solver's tolerance, not to 1e-9
-    assert np.abs(_joints(rig) - solved).max() < 1e-3
+    assert np.abs(joints_of(rig) - solved).max() < 1e-3
     assert solver.summary.startswith("converged"), solver.summary
 
 
@@ -556,22 +526,22 @@ def test_a_solver_set_to_off_leaves_the_rig_to_its_keys_and_reads_nothing_per_fr
     from kinema_nodes import evaluator
 
     bpy = blender
-    rig = _import(bpy, "ur3")
-    _pose(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
-    _settle(bpy)
+    rig = import_rig(bpy, "ur3")
+    set_joints(rig, [0.3, -1.2, 1.4, -1.6, -1.5, 0.4])
+    settle(bpy)
     tree, target, solver = _add_target(bpy, rig)
     _keyframe_control_along(bpy, rig, target, [[0.3, -1.2, 1.4, -1.6, -1.5, 0.4], [0.5, -1.0, 1.2, -1.5, -1.4, 0.6]], [1, 20])
-    robot = _robot(rig)
+    robot = robot_of(rig)
     keyed = [[0.0, -1.0, 1.0, -1.0, -1.0, 0.0], [0.4, -0.8, 0.6, -1.2, -1.3, 0.5]]
     from kinema_nodes.blender.rig import key_joint_values
 
     bpy.context.scene.frame_set(1)
     solver.backend = "OFF"
     for q, frame in zip(keyed, (1, 20)):
-        _pose(rig, q)
+        set_joints(rig, q)
         key_joint_values(rig, robot, frame)
     bpy.context.scene.frame_set(1)
-    _settle(bpy)
+    settle(bpy)
     reads = []
     original = evaluator.frame_inputs
 
@@ -584,15 +554,15 @@ def test_a_solver_set_to_off_leaves_the_rig_to_its_keys_and_reads_nothing_per_fr
         for frame in range(2, 12):
             bpy.context.scene.frame_set(frame)
             # the rig plays its own keys (interpolated between the two keyed poses), not a solve
-            played = _joints(rig)
+            played = joints_of(rig)
             assert np.abs(played - keyed[0]).max() > 1e-4 and np.abs(played - keyed[1]).max() > 1e-4
     finally:
         evaluator.frame_inputs = original
     assert len(reads) == 0, len(reads)
     assert solver.summary.startswith("solver off"), solver.summary
     assert evaluator.readout(solver)["frame"] == 11
-    q_keys = _joints(rig)
+    q_keys = joints_of(rig)
     solver.backend = "NUMPY"
-    _settle(bpy)
-    assert np.abs(_joints(rig) - q_keys).max() > 1e-3, "the solve is back"
+    settle(bpy)
+    assert np.abs(joints_of(rig) - q_keys).max() > 1e-3, "the solve is back"
     _assert_reaches(rig, target)

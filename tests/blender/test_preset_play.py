@@ -21,6 +21,7 @@ import pytest
 from kinema_nodes.core.model.example_robots import example_robots_folder
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.presets import PresetError
+from rig_helpers import joints_of, pose_and_update, robot_of
 
 EXAMPLE = {
     "ur10": "ur_description/urdf/ur10_robot.urdf",
@@ -58,18 +59,6 @@ def _import(bpy, name):
     return rig
 
 
-def _robot(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
-def _joints(rig):
-    from kinema_nodes.blender.rig import read_joint_values
-
-    return read_joint_values(rig, _robot(rig))
-
-
 def _start(robot, seed=3):
     """A bent, in-limits pose: each arm joint a little off the middle of its range."""
     from kinema_nodes.core.roles import arm_joints
@@ -86,15 +75,8 @@ def _start(robot, seed=3):
     return np.clip(q, robot.lower + 0.05 * (upper - lower), robot.upper - 0.05 * (upper - lower))
 
 
-def _pose(bpy, rig, q):
-    from kinema_nodes.blender.rig import write_joint_values
-
-    write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
-    bpy.context.view_layer.update()
-
-
 def _apply(bpy, rig, name):
-    from kinema_nodes.blender.groups import all_nodes
+    from kinema_nodes.blender.flatten import all_nodes
     from kinema_nodes.blender.presets import apply_preset
 
     bpy.context.view_layer.objects.active = rig
@@ -105,7 +87,7 @@ def _apply(bpy, rig, name):
 
 
 def _solvers(tree):
-    from kinema_nodes.blender.groups import all_nodes
+    from kinema_nodes.blender.flatten import all_nodes
 
     return [n for n in all_nodes(tree) if n.bl_idname == "KinemaSolverNode"]
 
@@ -133,16 +115,16 @@ PLAYS = [
 def test_every_shipped_preset_plays_as_applied(blender, presets_folder, preset, name):
     bpy = blender
     rig = _import(bpy, name)
-    robot = _robot(rig)
+    robot = robot_of(rig)
     start = _start(robot)
-    _pose(bpy, rig, start)
+    pose_and_update(bpy, rig, start)
     bpy.context.scene.frame_set(1)
     tree = _apply(bpy, rig, preset)
     last = 60 if preset.startswith("Hand-off") else 20
     frames, summaries = [], []
     for frame in range(1, last + 1):
         bpy.context.scene.frame_set(frame)
-        frames.append(_joints(rig))
+        frames.append(joints_of(rig))
         summaries.append([(s.name, s.summary) for s in _solvers(tree)])
     for frame, found in enumerate(summaries, start=1):
         for solver, summary in found:
@@ -158,9 +140,9 @@ def test_hand_off_preset_keys_the_control_on_each_link_at_the_switch(blender, pr
 
     bpy = blender
     rig = _import(bpy, "ur10")
-    robot = _robot(rig)
+    robot = robot_of(rig)
     start = _start(robot)
-    _pose(bpy, rig, start)
+    pose_and_update(bpy, rig, start)
     tree = _apply(bpy, rig, "Hand-off between two links")
     (target,) = [n for n in tree.nodes if n.bl_idname == "KinemaIKTargetNode"]
     wrist = infer_roles(robot).links["wrist"]
@@ -178,18 +160,18 @@ def test_a_swivel_preset_saved_unchanged_and_reapplied_moves_nothing(blender, pr
 
     bpy = blender
     rig = _import(bpy, source)
-    _pose(bpy, rig, _start(_robot(rig), seed=4))
+    pose_and_update(bpy, rig, _start(robot_of(rig), seed=4))
     tree = _apply(bpy, rig, "7-DoF arm with elbow swivel")
     path = save_tree_as_preset(tree, rig, "Saved swivel")
     (swivel,) = [n for n in json.loads(path.read_text())["nodes"] if n["kind"] == "swivel"]
     assert abs(swivel["values"]["swivel_offset"]) < 1e-6 and "swivel_angle" not in swivel["values"]
     arm = _import(bpy, other)
-    start = _start(_robot(arm), seed=9)
-    _pose(bpy, arm, start)
+    start = _start(robot_of(arm), seed=9)
+    pose_and_update(bpy, arm, start)
     _apply(bpy, arm, "Saved swivel")
     for frame in (1, 2, 3):
         bpy.context.scene.frame_set(frame)
-        assert np.abs(_joints(arm) - start).max() <= 1e-5, (other, np.abs(_joints(arm) - start).max())
+        assert np.abs(joints_of(arm) - start).max() <= 1e-5, (other, np.abs(joints_of(arm) - start).max())
 
 
 @pytest.mark.parametrize("source, other", [("ur10", "z1"), ("z1", "so101")])
@@ -203,16 +185,16 @@ def test_a_group_saved_in_a_preset_is_applied_as_a_group(blender, presets_folder
 
     bpy = blender
     rig = _import(bpy, source)
-    _pose(bpy, rig, _start(_robot(rig)))
+    pose_and_update(bpy, rig, _start(robot_of(rig)))
     tree, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
     group = group_nodes(tree, [target, solver], name="Reach group")
     path = save_tree_as_preset(tree, rig, "Grouped reach")
     data = json.loads(path.read_text())
     assert data["groups"] == [{"node": group.name, "tree": "Reach group"}]
     arm = _import(bpy, other)
-    robot = _robot(arm)
+    robot = robot_of(arm)
     start = _start(robot)
-    _pose(bpy, arm, start)
+    pose_and_update(bpy, arm, start)
     applied = _apply(bpy, arm, "Grouped reach")
     (user,) = [n for n in applied.nodes if n.bl_idname == "KinemaGroupNode"]
     assert user.name == group.name and user.node_tree.name.startswith("Reach group")
@@ -248,7 +230,7 @@ def test_the_seven_joint_refusal_says_what_would_work(blender, presets_folder, n
         apply_preset(bpy.context, rig, "7-DoF arm with elbow swivel")
     message = str(error.value)
     have = 5 if name == "so101" else 6
-    assert f"needs an arm with 7 revolute joints; '{_robot(rig).name}' has {have}" in message
+    assert f"needs an arm with 7 revolute joints; '{robot_of(rig).name}' has {have}" in message
     assert "Apply it to an arm with 7 revolute joints" in message and "'Reach with the tool'" in message
     assert "by hand" not in message and "Nothing was changed" in message and "\n" not in message
     assert rig.kinema_tree is None
@@ -264,7 +246,7 @@ def test_a_group_used_twice_in_a_preset_is_one_group_with_two_users(blender, pre
 
     bpy = blender
     rig = _import(bpy, source)
-    _pose(bpy, rig, _start(_robot(rig)))
+    pose_and_update(bpy, rig, _start(robot_of(rig)))
     tree, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
     first = group_nodes(tree, [target], name="Aim")
     second = add_group_node(tree, first.node_tree)
@@ -274,8 +256,8 @@ def test_a_group_used_twice_in_a_preset_is_one_group_with_two_users(blender, pre
     data = json.loads(save_tree_as_preset(tree, rig, "Aim twice").read_text())
     assert sorted(g["tree"] for g in data["groups"]) == ["Aim", "Aim"]
     arm = _import(bpy, other)
-    start = _start(_robot(arm))
-    _pose(bpy, arm, start)
+    start = _start(robot_of(arm))
+    pose_and_update(bpy, arm, start)
     applied = _apply(bpy, arm, "Aim twice")
     users = [n for n in applied.nodes if n.bl_idname == "KinemaGroupNode"]
     assert len(users) == 2 and users[0].node_tree == users[1].node_tree

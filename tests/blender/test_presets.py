@@ -18,6 +18,7 @@ from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.presets import PresetError, bind, load_preset, make_preset, preset_from_json, save_preset
 from kinema_nodes.core.roles import infer_roles, resolve_roles
 from kinema_nodes.core.model.rotations import rotation_angle_between
+from rig_helpers import import_rig, joints_of, pose_and_update, robot_of, settle
 
 SHIPPED = Path(__file__).resolve().parents[2] / "kinema_nodes" / "presets"
 
@@ -123,33 +124,6 @@ def presets_folder(tmp_path, monkeypatch):
     return folder
 
 
-def _import(bpy, name):
-    from kinema_nodes.blender.build import import_urdf
-
-    rig = import_urdf(bpy.context, name)
-    bpy.context.view_layer.objects.active = rig
-    return rig
-
-
-def _robot(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
-def _joints(rig):
-    from kinema_nodes.blender.rig import read_joint_values
-
-    return read_joint_values(rig, _robot(rig))
-
-
-def _pose(bpy, rig, q):
-    from kinema_nodes.blender.rig import write_joint_values
-
-    write_joint_values(rig, _robot(rig), np.asarray(q, dtype=float))
-    bpy.context.view_layer.update()
-
-
 def _apply(bpy, rig, name):
     from kinema_nodes.blender.presets import apply_preset
 
@@ -181,14 +155,9 @@ def _assert_reaches(rig, target, link=None, tolerance=1e-5):
     assert rotation_angle_between(tool, control) < tolerance
 
 
-def _settle(bpy):
-    bpy.context.view_layer.update()
-    bpy.context.view_layer.update()
-
-
 def _key_control_along(bpy, rig, target, configurations, frames):
     """Key the control at the FK poses of `configurations` (reachable by construction)."""
-    robot = _robot(rig)
+    robot = robot_of(rig)
     bone = rig.pose.bones[target.control_bone]
     for q, frame in zip(configurations, frames):
         bone.matrix = _matrix(link_pose(robot, np.asarray(q), target.link_name))
@@ -220,25 +189,25 @@ def test_a_preset_saved_on_the_panda_drives_other_arms_the_same_way(blender, pre
     from kinema_nodes.blender.presets import save_tree_as_preset
 
     bpy = blender
-    panda = _import(bpy, "panda")
-    _pose(bpy, panda, _start(_robot(panda), "panda"))
+    panda = import_rig(bpy, "panda", active=True)
+    pose_and_update(bpy, panda, _start(robot_of(panda), "panda"))
     tree, target, solver = add_ik_target(bpy.context, panda, "panda_link8", backend="NUMPY")
     target.rotation_weight = 0.8
     path = save_tree_as_preset(tree, panda, "Flange reach", "made on a Panda")
     assert path.parent == presets_folder
-    assert not any(f'"{link}"' in path.read_text() for link in _robot(panda).links)  # roles, not the Panda's links
+    assert not any(f'"{link}"' in path.read_text() for link in robot_of(panda).links)  # roles, not the Panda's links
 
     for name, flange in (("ur5", "tool0"), ("kinova", "j2s6s200_link_6")):
-        rig = _import(bpy, name)
-        robot = _robot(rig)
+        rig = import_rig(bpy, name, active=True)
+        robot = robot_of(rig)
         start = _start(robot, name)
-        _pose(bpy, rig, start)
+        pose_and_update(bpy, rig, start)
         tree = _apply(bpy, rig, "Flange reach")
         (target,), (solver,) = _nodes(tree, "KinemaIKTargetNode"), _nodes(tree, "KinemaSolverNode")
         assert target.link_name == flange and target.rotation_weight == pytest.approx(0.8)
         assert target.control_object == rig and target.control_bone in rig.data.bones
-        _settle(bpy)
-        assert np.abs(_joints(rig) - start).max() <= 1e-6  # applying moved nothing
+        settle(bpy)
+        assert np.abs(joints_of(rig) - start).max() <= 1e-6  # applying moved nothing
         end = np.clip(start + 0.25 * np.sign(np.arange(robot.dof) % 2 - 0.5), robot.lower, robot.upper)
         _key_control_along(bpy, rig, target, [start, end], [1, 12])
         for frame in range(1, 13):
@@ -257,7 +226,7 @@ def _state(bpy):
     for obj in bpy.data.objects:
         if obj.type == "ARMATURE":
             state[f"bones {obj.name}"] = sorted(b.name for b in obj.data.bones)
-            state[f"joints {obj.name}"] = _joints(obj).tolist()
+            state[f"joints {obj.name}"] = joints_of(obj).tolist()
             state[f"tree {obj.name}"] = obj.kinema_tree.name if obj.kinema_tree else None
     return state
 
@@ -267,10 +236,10 @@ def test_a_preset_whose_roles_cannot_bind_says_which_and_changes_nothing(blender
     from kinema_nodes.blender.presets import apply_preset
 
     bpy = blender
-    panda = _import(bpy, "panda")
+    panda = import_rig(bpy, "panda", active=True)
     add_ik_target(bpy.context, panda, backend="NUMPY")
-    ur5 = _import(bpy, "ur5")  # no tree yet
-    _settle(bpy)
+    ur5 = import_rig(bpy, "ur5", active=True)  # no tree yet
+    settle(bpy)
     before = _state(bpy)
     with pytest.raises(PresetError) as error:
         apply_preset(bpy.context, panda, "Arm on a rail")
@@ -285,14 +254,14 @@ def test_a_preset_whose_roles_cannot_bind_says_which_and_changes_nothing(blender
     assert "needs an arm with 7 revolute joints; 'ur5' has 6" in str(error.value)
     with pytest.raises(PresetError, match="no preset named 'Cartwheel'; available presets: .*'Reach with the tool'"):
         apply_preset(bpy.context, ur5, "Cartwheel")
-    _settle(bpy)
+    settle(bpy)
     assert _state(bpy) == before
 
 
 def test_the_apply_operator_reports_an_unbindable_preset_and_cancels(blender, presets_folder):
     bpy = blender
-    panda = _import(bpy, "panda")
-    _settle(bpy)
+    panda = import_rig(bpy, "panda", active=True)
+    settle(bpy)
     before = _state(bpy)
     with pytest.raises(RuntimeError, match="could not bind rail"):  # bpy.ops turns an ERROR report into RuntimeError
         bpy.ops.kinema.apply_preset(preset=str(SHIPPED / "arm_on_a_rail.json"))
@@ -306,8 +275,8 @@ def test_a_preset_builds_a_rig_tree_headless_for_the_command_line(blender, prese
     from kinema_nodes.blender.presets import apply_preset, preset_driver
 
     bpy = blender
-    rig = _import(bpy, "arm7")
-    _pose(bpy, rig, ARM7)
+    rig = import_rig(bpy, "arm7", active=True)
+    pose_and_update(bpy, rig, ARM7)
     tree = apply_preset(bpy.context, rig, "7_dof_arm_with_elbow_swivel", backend="NUMPY")  # the file name works too
     assert rig.kinema_tree == tree
     target, solver = preset_driver(tree)
@@ -319,7 +288,7 @@ def test_a_role_set_by_hand_on_the_robot_node_binds_a_preset(blender, presets_fo
     """A hand-made setting beats inference: with the 'wrist' role moved to wrist_2_link, the
     hand-off preset hands over to wrist_2_link; the setting survives re-applying."""
     bpy = blender
-    rig = _import(bpy, "arm6")
+    rig = import_rig(bpy, "arm6", active=True)
     tree = _apply(bpy, rig, "Reach with the tool")
     (robot_node,) = _nodes(tree, "KinemaRobotNode")
     item = robot_node.role_overrides.add()
@@ -340,16 +309,16 @@ def test_keyed_target_bone_choices_are_saved_as_roles_and_keyed_again(blender, p
     from kinema_nodes.blender.presets import save_tree_as_preset
 
     bpy = blender
-    panda = _import(bpy, "panda")
+    panda = import_rig(bpy, "panda", active=True)
     tree, target, _ = add_ik_target(bpy.context, panda, backend="NUMPY")
-    key_target_link(target, _robot(panda), "panda_hand_tcp", 1)
-    key_target_link(target, _robot(panda), "panda_link6", 30)
+    key_target_link(target, robot_of(panda), "panda_hand_tcp", 1)
+    key_target_link(target, robot_of(panda), "panda_link6", 30)
     text = save_tree_as_preset(tree, panda, "Tool then wrist").read_text()
     assert '"keys"' in text and '"role": "wrist"' in text
-    xarm = _import(bpy, "xarm7")
+    xarm = import_rig(bpy, "xarm7", active=True)
     tree = _apply(bpy, xarm, "Tool then wrist")
     (target,) = _nodes(tree, "KinemaIKTargetNode")
-    robot = _robot(xarm)
+    robot = robot_of(xarm)
     for frame, link in ((1, "link_eef"), (29, "link_eef"), (30, "link6"), (45, "link6")):
         bpy.context.scene.frame_set(frame)
         assert target.link_at_frame(robot) == link, frame
@@ -366,7 +335,7 @@ def _moved(robot, q, rng, scale=0.15):
 
 def _controls_to(bpy, rig, targets, q):
     """Put each target's control at its link's FK pose for configuration q (reachable)."""
-    robot = _robot(rig)
+    robot = robot_of(rig)
     for target in targets:
         rig.pose.bones[target.control_bone].matrix = _matrix(link_pose(robot, q, target.link_at_frame(robot)))
     bpy.context.view_layer.update()
@@ -390,13 +359,13 @@ def _talos_start(robot):
 
 def test_shipped_reach_with_the_tool_on_arm6(blender, presets_folder):
     bpy = blender
-    rig = _import(bpy, "arm6")
-    _pose(bpy, rig, ARM6)
+    rig = import_rig(bpy, "arm6", active=True)
+    pose_and_update(bpy, rig, ARM6)
     tree = _apply(bpy, rig, "Reach with the tool")
     (target,), (solver,) = _nodes(tree, "KinemaIKTargetNode"), _nodes(tree, "KinemaSolverNode")
     assert target.link_name == "tool_tcp" and solver.live
-    _controls_to(bpy, rig, [target], _moved(_robot(rig), np.array(ARM6), np.random.default_rng(1)))
-    _settle(bpy)
+    _controls_to(bpy, rig, [target], _moved(robot_of(rig), np.array(ARM6), np.random.default_rng(1)))
+    settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     _assert_reaches(rig, target)
 
@@ -407,31 +376,31 @@ def test_shipped_elbow_swivel_preset_on_arm7(blender, presets_folder):
     from kinema_nodes.core.graph.program import stage_function
 
     bpy = blender
-    rig = _import(bpy, "arm7")
-    _pose(bpy, rig, ARM7)
+    rig = import_rig(bpy, "arm7", active=True)
+    pose_and_update(bpy, rig, ARM7)
     tree = _apply(bpy, rig, "7-DoF arm with elbow swivel")
     (target,), (solver,), (swivel,) = (_nodes(tree, t) for t in ("KinemaIKTargetNode", "KinemaSolverNode", "KinemaSwivelNode"))
     assert swivel.inputs["Solution"].links[0].from_node == solver
     assert target.link_name == "flange"  # the tool point is never a finger (#12)
-    _settle(bpy)
-    assert np.abs(_joints(rig) - np.array(ARM7)).max() <= 1e-6
-    _controls_to(bpy, rig, [target], _moved(_robot(rig), np.array(ARM7), np.random.default_rng(2), 0.1))
-    _settle(bpy)
+    settle(bpy)
+    assert np.abs(joints_of(rig) - np.array(ARM7)).max() <= 1e-6
+    _controls_to(bpy, rig, [target], _moved(robot_of(rig), np.array(ARM7), np.random.default_rng(2), 0.1))
+    settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     _assert_reaches(rig, target)
     if stage_function("swivel") is not None:  # the swivel's own behaviour (issue 6), when it is in
         swivel.swivel_angle += 0.3
-        _settle(bpy)
+        settle(bpy)
         _assert_reaches(rig, target)
 
 
 def test_shipped_arm_on_a_rail_preset_slides_the_rail_to_reach(blender, presets_folder):
     bpy = blender
-    rig = _import(bpy, "rail_arm6")
-    robot = _robot(rig)
+    rig = import_rig(bpy, "rail_arm6", active=True)
+    robot = robot_of(rig)
     start = robot.zero_configuration()
     start[1:] = ARM6
-    _pose(bpy, rig, start)
+    pose_and_update(bpy, rig, start)
     tree = _apply(bpy, rig, "Arm on a rail")
     (target,), (solver,) = _nodes(tree, "KinemaIKTargetNode"), _nodes(tree, "KinemaSolverNode")
     assert not solver.hold_prismatic
@@ -439,10 +408,10 @@ def test_shipped_arm_on_a_rail_preset_slides_the_rail_to_reach(blender, presets_
     rail = robot.joint_index("rail_joint")
     goal[rail] = start[rail] + 0.5 * (robot.upper[rail] - start[rail])
     _controls_to(bpy, rig, [target], goal)
-    _settle(bpy)
+    settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     _assert_reaches(rig, target)
-    assert abs(_joints(rig)[rail] - start[rail]) > 0.05  # the carriage moved
+    assert abs(joints_of(rig)[rail] - start[rail]) > 0.05  # the carriage moved
 
 
 @pytest.mark.parametrize("preset, links", [
@@ -451,10 +420,10 @@ def test_shipped_arm_on_a_rail_preset_slides_the_rail_to_reach(blender, presets_
 ])
 def test_shipped_multi_target_presets_on_talos(blender, presets_folder, preset, links):
     bpy = blender
-    rig = _import(bpy, "talos")
-    robot = _robot(rig)
+    rig = import_rig(bpy, "talos", active=True)
+    robot = robot_of(rig)
     start = _talos_start(robot)
-    _pose(bpy, rig, start)
+    pose_and_update(bpy, rig, start)
     tree = _apply(bpy, rig, preset)
     targets = _nodes(tree, "KinemaIKTargetNode")
     (solver,) = _nodes(tree, "KinemaSolverNode")
@@ -463,7 +432,7 @@ def test_shipped_multi_target_presets_on_talos(blender, presets_folder, preset, 
     hands = [t for t in targets if "hand" in t.name.lower()]
     for target, offset in zip(hands, ((0.03, 0.02, -0.02), (-0.02, 0.03, 0.02))):
         rig.pose.bones[target.control_bone].location = offset
-    _settle(bpy)
+    settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
     for target in targets:
         _assert_reaches(rig, target)
@@ -472,30 +441,30 @@ def test_shipped_multi_target_presets_on_talos(blender, presets_folder, preset, 
 def test_shipped_hand_off_preset_hands_the_control_from_the_tool_to_the_wrist(blender, presets_folder):
     """Robot -> IK Target <- Link Switch (tool point from frame 1, wrist from frame 50) -> Solver."""
     bpy = blender
-    rig = _import(bpy, "arm6")
-    robot = _robot(rig)
-    _pose(bpy, rig, ARM6)
+    rig = import_rig(bpy, "arm6", active=True)
+    robot = robot_of(rig)
+    pose_and_update(bpy, rig, ARM6)
     tree = _apply(bpy, rig, "Hand-off between two links")
     (target,), (solver,), (switch,) = (_nodes(tree, t) for t in ("KinemaIKTargetNode", "KinemaSolverNode", "KinemaLinkSwitchNode"))
     assert target.inputs["Link"].links[0].from_node == switch
     bpy.context.scene.frame_set(1)
-    _settle(bpy)
+    settle(bpy)
     assert solver.solving_to == "tool_tcp" and solver.summary.startswith("converged"), solver.summary
     _assert_reaches(rig, target, "tool_tcp")
-    assert np.abs(_joints(rig) - np.array(ARM6)).max() <= 1e-6  # the control was made on the tool: nothing moved
+    assert np.abs(joints_of(rig) - np.array(ARM6)).max() <= 1e-6  # the control was made on the tool: nothing moved
     bpy.context.scene.frame_set(49)
     assert solver.solving_to == "tool_tcp"  # stepped: no link in between
     bpy.context.scene.frame_set(50)
     q = _moved(robot, np.array(ARM6), np.random.default_rng(3), 0.1)
     rig.pose.bones[target.control_bone].matrix = _matrix(link_pose(robot, q, "wrist_1_link"))
-    _settle(bpy)
+    settle(bpy)
     assert solver.solving_to == "wrist_1_link" and solver.summary.startswith("converged"), solver.summary
     _assert_reaches(rig, target, "wrist_1_link")
 
 
 def test_the_panel_operators_save_apply_and_set_roles_on_the_active_rig(blender, presets_folder):
     bpy = blender
-    rig = _import(bpy, "arm6")
+    rig = import_rig(bpy, "arm6", active=True)
     tree = _apply(bpy, rig, "Reach with the tool")  # NumPy: the saved preset keeps it, so no JAX compile below
     assert bpy.ops.kinema.role_override_add() == {"FINISHED"}
     (robot_node,) = _nodes(tree, "KinemaRobotNode")
@@ -504,7 +473,7 @@ def test_the_panel_operators_save_apply_and_set_roles_on_the_active_rig(blender,
     assert (presets_folder / "studio_reach.json").is_file()
     assert bpy.ops.kinema.role_override_remove(index=0) == {"FINISHED"}
     assert len(robot_node.role_overrides) == 0
-    other = _import(bpy, "ur5")
+    other = import_rig(bpy, "ur5", active=True)
     assert bpy.ops.kinema.apply_preset(preset=str(presets_folder / "studio_reach.json")) == {"FINISHED"}
     (target,) = _nodes(other.kinema_tree, "KinemaIKTargetNode")
     assert target.link_name == "tool0" and _nodes(other.kinema_tree, "KinemaSolverNode")[0].backend == "NUMPY"

@@ -166,3 +166,62 @@ def test_the_rule_finds_blender_imports_in_core(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("import numpy\nfrom mathutils import Matrix\nimport bpy.types\n")
     assert len(blender_imports(sample)) == 2
+
+
+# ---- one owner for the live state (issue #28) ---------------------------------------------------
+
+#: Modules whose live state belongs in the session object (kinema_nodes/session.py), and the one
+#: module-level store each may hold.
+LIVE_MODULES = {"evaluator.py": (), "tree.py": (), "session.py": ("SESSION",)}
+#: Calls that make a mutable object (a store) when bound at module level.
+MUTABLE_CALLS = frozenset({"dict", "set", "list", "bytearray", "object", "defaultdict", "OrderedDict", "Counter", "deque",
+                           "WeakKeyDictionary", "WeakValueDictionary", "WeakSet", "LRU", "Session"})
+
+
+def module_stores(source: str, allowed: tuple[str, ...] = ()) -> list[str]:
+    """Every module-level binding of a mutable object (a dict, set or list display or
+    comprehension, or a call that makes one) and every `global` statement, as 'line: what';
+    names in `allowed` may be bound."""
+    tree = ast.parse(source)
+    found = [f"{node.lineno}: global {', '.join(node.names)}" for node in ast.walk(tree) if isinstance(node, ast.Global)]
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if names and all(name in allowed for name in names):
+            continue
+        mutable = isinstance(value, (ast.Dict, ast.Set, ast.List, ast.DictComp, ast.SetComp, ast.ListComp))
+        if isinstance(value, ast.Call):
+            func = value.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            mutable = called in MUTABLE_CALLS
+        if mutable:
+            found.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+def test_live_state_lives_only_in_the_session_object():
+    offenders = {name: module_stores((PACKAGE / name).read_text(), allowed) for name, allowed in LIVE_MODULES.items()}
+    offenders = {name: found for name, found in offenders.items() if found}
+    assert not offenders, f"module-level state outside kinema_nodes/session.py's SESSION: {offenders}"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("_dirty: set[int] = set()\n", 1),
+        ("_compiled = {}\n", 1),
+        ("_ROBOT_NODES = weakref.WeakKeyDictionary()\n", 1),
+        ("_GENERAL = object()\n", 1),
+        ("def f():\n    global _running\n    _running = True\n", 1),
+        ("SESSION = Session()\n", 0),  # the one store, where allowed
+        ("KEPT = 32\nNAMES = ('a', 'b')\nCLASSES = (A, B)\n", 0),
+        ("def f():\n    cache = {}\n    return cache\n", 0),
+    ],
+)
+def test_the_state_rule_catches_what_it_should(source, expected):
+    assert len(module_stores(source, ("SESSION",))) == expected

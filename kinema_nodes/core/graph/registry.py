@@ -71,6 +71,11 @@ NODES = (
 BY_KIND = {n.kind: n for n in NODES}
 BY_IDNAME = {n.bl_idname: n for n in NODES}
 
+#: The Blender node tree type of a Kinema tree (tree.py defines the class).
+TREE_IDNAME = "KinemaNodeTree"
+#: The Group node's Blender type: a node that uses another Kinema tree (blender/flatten.py flattens it away).
+GROUP_IDNAME = BY_KIND["group"].bl_idname
+
 #: The kinds a GraphSpec may hold (the Group node is flattened away by the snapshot).
 SPEC_KINDS = tuple(n.kind for n in NODES if n.in_spec)
 

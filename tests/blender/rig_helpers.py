@@ -1,0 +1,48 @@
+"""The rig helpers the Blender tests share: import a robot, read and set its joints, let the
+depsgraph settle. Real Blender, real robots: these only shorten what each test would spell out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def import_rig(bpy, name_or_path, *, active: bool = False, **options):
+    """A robot (a bundled name or a URDF path) imported as a rig; `active`: made the active object."""
+    from kinema_nodes.blender.build import import_urdf
+
+    rig = import_urdf(bpy.context, name_or_path, **options)
+    if active:
+        bpy.context.view_layer.objects.active = rig
+    return rig
+
+
+def robot_of(rig):
+    from kinema_nodes.blender.rig import robot_for_rig
+
+    return robot_for_rig(rig)
+
+
+def joints_of(rig) -> np.ndarray:
+    """The rig's joint values now (one per actuated joint)."""
+    from kinema_nodes.blender.rig import read_joint_values
+
+    return read_joint_values(rig, robot_of(rig))
+
+
+def set_joints(rig, q) -> None:
+    """Pose the rig at joint values `q` (no depsgraph update)."""
+    from kinema_nodes.blender.rig import write_joint_values
+
+    write_joint_values(rig, robot_of(rig), np.asarray(q, dtype=float))
+
+
+def pose_and_update(bpy, rig, q) -> None:
+    """`set_joints`, then one depsgraph update (the handlers run on it)."""
+    set_joints(rig, q)
+    bpy.context.view_layer.update()
+
+
+def settle(bpy) -> None:
+    """Let the depsgraph run the handlers, then evaluate what they wrote."""
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
