@@ -14,7 +14,7 @@ program the live path started compiling in the background is ready (`wait_for_py
 protocol, shared by `kinema-nodes bench` and bench/bench_ik.py.
 """
 
-from ._api import PreparedSolve, batch_unavailable, prepare, pyroki_available, solve, solve_many, solve_trajectory, warm_up
+from ._entry import PreparedSolve, batch_unavailable, prepare, pyroki_available, solve, solve_many, solve_trajectory, warm_up
 from ._bench import run_benchmark
 from ._cache import DEFAULT_LRU_SIZE, cache_root
 from ._chain import TargetChain, problem_for
