@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +13,9 @@ from ..errors import KinemaError
 from .avoid import Avoid, check_avoid
 from .distances import Pairs, measure_pairs, prepare_pairs
 from .world import GROUND
+
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def summarise(pairs: Pairs, avoid: Avoid) -> Clearance:
     return Clearance(float(pairs.d[order[0]]), tuple(listed), colliding, obstacles)
 
 
-def clearance(robot, q, avoid: Avoid) -> Clearance:
+def clearance(robot: RobotModel, q: np.ndarray, avoid: Avoid) -> Clearance:
     """The clearance of configuration q (n,) from what `avoid` names, by the capsule model."""
     check_avoid(avoid)
     q = np.asarray(q, dtype=float)

@@ -9,13 +9,18 @@ below zero, and `Avoid.margin_m` is how far the solver keeps things apart when i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .avoid import Avoid
 from .geometry import _segment_box, segment_closest
-from .kinematics import _Kinematics
+from .kinematics import CollisionKinematics
 from .world import GROUND, Box, Sphere, World
+
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
+    from .robot_capsules import CollisionModel
 
 
 @dataclass
@@ -44,7 +49,7 @@ _PROBE_WORLD = World((Box((0.1, 0.1, 0.1), (9.0, 9.0, 9.0, 1.0, 0.0, 0.0, 0.0), 
                       Sphere((9.0, 0.0, 9.0), 0.1, "probe ball")), ground=True)
 
 
-def prepare_pairs(robot, avoid: Avoid):
+def prepare_pairs(robot: RobotModel, avoid: Avoid) -> tuple[CollisionModel, CollisionKinematics]:
     """The robot's collision model and the kinematics that measure its pairs (both cached with the robot)."""
     from .robot_capsules import collision_model
 
@@ -52,7 +57,7 @@ def prepare_pairs(robot, avoid: Avoid):
     cache = robot.cache("collision_kinematics")
     kin = cache.get(avoid.srdf)
     if kin is None:
-        kin = _Kinematics(robot, model)
+        kin = CollisionKinematics(robot, model)
         measure_pairs(robot, model, kin, Avoid(True, _PROBE_WORLD, 0.0, avoid.srdf), np.clip(np.zeros(robot.dof), robot.lower, robot.upper))
         cache[avoid.srdf] = kin  # the kernel compiled (or loaded from its cache) before any solve's clock runs
     return model, kin
@@ -109,7 +114,10 @@ _EMPTY_WORLD = {"set_points": np.zeros((0, 3)), "set_start": np.zeros(1, dtype=n
                 "box_centre": np.zeros((0, 3)), "box_half": np.zeros((0, 3))}
 
 
-def measure_pairs(robot, model, kin, avoid: Avoid, q) -> tuple[Pairs, tuple]:
+def measure_pairs(robot: RobotModel, model: CollisionModel, kin: CollisionKinematics, avoid: Avoid,
+                  q: np.ndarray) -> tuple[Pairs, tuple]:
+    """Every pair `avoid` checks at configuration q (n,), and (origins, axes) of the movable joints
+    there (for `kin.gradient`): by the numba kernel, or the NumPy form where it is missing."""
     from . import _kernel
 
     run = None if FORCE_NUMPY else _kernel.compiled()
@@ -226,7 +234,7 @@ def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[Pairs, tuple, np.n
                   np.concatenate(point_b), np.concatenate(normal), names), (origins, axes), poses
 
 
-def movable_rows(model, kin, avoid: Avoid, free) -> np.ndarray:
+def movable_rows(model: CollisionModel, kin: CollisionKinematics, avoid: Avoid, free: np.ndarray) -> np.ndarray:
     """Which pair rows the free joints can change: a link pair whose two links the free joints
     move differently, or a link the free joints move against an obstacle. The rest (the other
     arm, held joints) the solve cannot help, so they do not steer it (they still count in

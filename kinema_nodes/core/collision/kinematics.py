@@ -4,15 +4,20 @@ and origin for one configuration, so the gradient of any distance is two array p
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
+    from .robot_capsules import CollisionModel
 
-class _Kinematics:
+
+class CollisionKinematics:
     """FK of every link for one configuration, and each movable joint's world axis and origin,
     so the Jacobian of any point on any link is two array products."""
 
-    def __init__(self, robot, model):
+    def __init__(self, robot: RobotModel, model: CollisionModel):
         self.robot = robot
         index = {name: i for i, name in enumerate(robot.links)}
         self.link_index = index
@@ -88,7 +93,7 @@ class _Kinematics:
         return term @ self.scatter
 
 
-def world_capsules(robot, model, q):
+def world_capsules(robot: RobotModel, model: CollisionModel, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Capsule end points in the root frame for configurations q (B, n): (B, C, 3) twice."""
     from ..model.kinematics import link_poses
 
