@@ -25,6 +25,7 @@ class Avoid:
 
 
 def check_avoid(avoid: Avoid) -> None:
+    """Refuses, in one line, an `avoid` option that is not an `Avoid` or whose margin or world is not usable."""
     if not isinstance(avoid, Avoid):
         raise KinemaError(f"solver option avoid must be an Avoid, not {type(avoid).__name__}")
     margin = avoid.margin_m

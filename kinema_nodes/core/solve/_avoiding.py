@@ -39,7 +39,7 @@ MAX_STEP = 0.3
 SETTLE_ITERATIONS = 20
 #: Iterations of the collision-aware descent.
 DESCENT_ITERATIONS = 150
-#: Time the collision stage may take after the plain solve, in plain solve budgets (SolveOptions.budget_ms).
+#: Time the avoiding descent may take after the plain solve, in plain solve budgets (SolveOptions.budget_ms).
 AVOID_BUDGETS = 4
 #: ... and never more than this (s): a bake gives each frame a budget of a minute.
 MAX_AVOID_S = 1.0
@@ -187,7 +187,7 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         candidates.append(base.joints)
     iterations = base.iterations
     blockers = []
-    # the collision stage's own time: a few plain budgets, counted from here
+    # the avoiding descent's own time: a few plain budgets, counted from here
     budget_s = time.perf_counter() - t0 + min(options.budget_ms / 1000.0 * AVOID_BUDGETS, MAX_AVOID_S)
     margins = (avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)
     finished = False
