@@ -38,7 +38,7 @@ from kinema_nodes.core.model.kinematics import link_pose  # noqa: E402
 from kinema_nodes.core.model.robot import load_robot  # noqa: E402
 from kinema_nodes.core.model.rotations import matrix_to_quaternion  # noqa: E402
 from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_status, solve  # noqa: E402
-from kinema_nodes.core.stages.collisions import Avoid, Box, Capsule, World  # noqa: E402
+from kinema_nodes.core.collision import Avoid, Box, Capsule, World  # noqa: E402
 
 ROBOTS = ("panda", "ur5", "kinova")
 MARGIN = 0.005
@@ -136,7 +136,7 @@ def run_robot(name, n, track_n, seed):
         track_ok += result.converged and free
         track_bad += result.converged and not free
         current = result.joints
-    from kinema_nodes.core.model.collision import collision_model
+    from kinema_nodes.core.collision import collision_model
 
     model = collision_model(robot)
     row.update(self_pairs=len(model.self_pairs), capsules=len(model.links), pairs_from=os.path.basename(model.allowed_source),

@@ -49,7 +49,7 @@ class FclChecker:
     def __init__(self, robot, world=None, self_check: bool = True):
         import fcl
 
-        from kinema_nodes.core.model.collision import _pair, collision_model
+        from kinema_nodes.core.collision.robot_capsules import _pair, collision_model
         from kinema_nodes.core.model.meshes import load_mesh_arrays
 
         self.robot = robot
@@ -106,7 +106,7 @@ class FclChecker:
         import fcl
 
         from kinema_nodes.core.model.meshes import load_mesh_arrays
-        from kinema_nodes.core.stages.collisions import Box, Capsule, MeshObstacle, Sphere
+        from kinema_nodes.core.collision import Box, Capsule, MeshObstacle, Sphere
 
         if isinstance(obstacle, Box):
             return fcl.CollisionObject(fcl.Box(*obstacle.size), fcl.Transform(_rotation(obstacle.pose[3:]), np.array(obstacle.pose[:3])))

@@ -82,7 +82,7 @@ class BakeJob:
         self.batch = batch  # PyRoki solves a chunk of frames per call (a JAX scan) where it can
         self.batch_min_frames = batch_min_frames
         self.notes: list[str] = []
-        #: A `core.stages.collisions.Avoid` for every Solver of the tree instead of its own settings
+        #: A `core.collision.Avoid` for every Solver of the tree instead of its own settings
         #: (the command line's --avoid/--obstacles/--margin/--srdf: the file's primitives as they are).
         self.avoid = avoid
 

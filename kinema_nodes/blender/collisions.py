@@ -3,7 +3,7 @@ model shown in the viewport.
 
 The world is read on every frame a solve needs it (an animated obstacle is where the frame puts
 it), in the robot's root frame (the rig's armature space). Each mesh is fitted once in its own
-frame (`core.model.obstacle_shapes`; refitted only when its vertices change, a modifier or a
+frame (`core.collision.obstacle_shapes`; refitted only when its vertices change, a modifier or a
 shape key); a frame then costs one matrix product per obstacle, and a read of its vertices
 through the position attribute and a hash of them. (Asking the depsgraph instead, by the
 evaluated mesh's `session_uid`, held on bpy 5.0 and failed on 5.3: there an edited mesh without
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.lru import LRU
-from ..core.model.obstacle_shapes import SHAPES
+from ..core.collision.obstacle_shapes import SHAPES
 
 #: The collection that shows a rig's collision model (one per rig): "<rig> collision model".
 MODEL_SUFFIX = " collision model"
@@ -74,7 +74,7 @@ def local_fits(obj, depsgraph=None) -> list:
 def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
     """Read and hash the vertices; fit them unless these very vertices (with this shape choice)
     were fitted before. Returns the cache key with the fits."""
-    from ..core.model.obstacle_shapes import fit_local
+    from ..core.collision.obstacle_shapes import fit_local
 
     shape = getattr(obj, "kinema_collision_shape", "AUTO").lower()
     mesh, release = _evaluated_mesh(obj, depsgraph)
@@ -97,7 +97,7 @@ def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
 def world_primitives(collection, rig, depsgraph=None) -> tuple[list, list[str]]:
     """Every obstacle of `collection` as collide primitives in `rig`'s root frame, and the
     object each came from (one name per primitive)."""
-    from ..core.model.obstacle_shapes import place
+    from ..core.collision.obstacle_shapes import place
 
     if collection is None:
         return [], []
@@ -134,7 +134,7 @@ GROUND_BOX_SIZE = 200.0
 def _ground(rig):
     """The scene's ground (world Z = 0) for `rig`: the World's own ground plane (its root frame's
     z = 0) when the rig stands upright on it, else a large box whose top face is the ground."""
-    from ..core.stages.collisions import Box
+    from ..core.collision import Box
     from ..core.model.rotations import matrix_to_quaternion
 
     world = np.array(rig.matrix_world, dtype=float)
@@ -156,7 +156,7 @@ def world_for(solver, rig, depsgraph=None):
         return None
     import bpy
 
-    from ..core.stages.collisions import World
+    from ..core.collision import World
 
     depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
     primitives, names = world_primitives(solver.obstacles, rig, depsgraph)
@@ -227,7 +227,7 @@ def show_collision_model(context, rig) -> int:
     import bpy
     from mathutils import Matrix
 
-    from ..core.model.collision import collision_model
+    from ..core.collision import collision_model
     from .rig import robot_for_rig
 
     hide_collision_model(rig)

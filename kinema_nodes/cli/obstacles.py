@@ -1,5 +1,5 @@
 """`--avoid`, `--obstacles`, `--margin` and `--srdf`: collision avoidance on the command line
-(`solve` and `bake`), read into a `core.stages.collisions.Avoid`."""
+(`solve` and `bake`), read into a `core.collision.Avoid`."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def avoid_from_args(args):
     """The `Avoid` the options ask for, or None. Bad combinations and bad files: one line."""
     if not avoid_wanted(args):
         return None
-    from ..core.stages.collisions import MAX_MARGIN_M, Avoid, load_obstacles
+    from ..core.collision import MAX_MARGIN_M, Avoid, load_obstacles
 
     option = getattr(args, "margin_option", "--margin")
     mode = args.avoid or ("all" if args.obstacles else None)
@@ -108,7 +108,7 @@ def obstacle_collection(bpy, world, rig):
     from mathutils import Matrix
 
     from ..core.model.meshes import load_mesh_arrays
-    from ..core.stages.collisions import Box, Capsule, MeshObstacle, Sphere
+    from ..core.collision import Box, Capsule, MeshObstacle, Sphere
 
     collection = bpy.data.collections.new(OBSTACLE_COLLECTION)
     bpy.context.scene.collection.children.link(collection)

@@ -64,7 +64,7 @@ class BakeSolution:
     milliseconds: np.ndarray  # (F,) solve time per frame
     backends: set[str] = field(default_factory=set)  # solver backends that ran (a PyRoki failure falls back to NumPy)
     scanned: int = 0  # frames solved by the batched PyRoki scan (`solve_frames_batched`), not one call per frame
-    #: (F,) what each frame's solve kept clear of (a `core.stages.collisions.Avoid`, None where
+    #: (F,) what each frame's solve kept clear of (a `core.collision.Avoid`, None where
     #: nothing); empty when the solver avoids nothing. `check_bake` measures each frame against it.
     avoid: list = field(default_factory=list)
 
@@ -243,7 +243,7 @@ def check_bake(
     inf = none) at `fps`; a branch flip — a joint-space jump far larger than the target's motion.
     A frame where the target link changes (a hand-off) is not checked for flips. A bake that
     avoided collisions has each frame's answer measured against what that frame avoided
-    (`core.stages.collisions.clearance`, the final joints, after any stage), and a frame where
+    (`core.collision.clearance`, the final joints, after any stage), and a frame where
     something overlaps is flagged with the pair."""
     robot = solution.robot
     frames = solution.frames.astype(int)
@@ -303,7 +303,7 @@ def _check_clearance(solution: BakeSolution, report: BakeReport) -> None:
     """Each frame's clearance by `clearance()` of the keyed joints, and the frames in collision."""
     if not any(a is not None for a in solution.avoid):
         return
-    from .stages.collisions import clearance
+    from .collision import clearance
 
     frames = solution.frames.astype(int)
     report.margin_m = max(float(a.margin_m) for a in solution.avoid if a is not None)

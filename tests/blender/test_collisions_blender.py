@@ -56,7 +56,7 @@ def fcl_obstacles(bpy, rig, objects):
 def test_the_solver_node_takes_an_obstacle_collection_and_the_panel_section_sets_it_through_bpy_ops(blender):
     bpy = blender
     from kinema_nodes import evaluator
-    from kinema_nodes.core.stages.collisions import Box
+    from kinema_nodes.core.collision import Box
     from kinema_nodes.ui.collisions_panel import KINEMA_PT_ik_avoid_collisions
 
     rig, tree, target, solver = ur10_with_target(bpy)
@@ -272,7 +272,7 @@ def test_frames_in_collision_are_flagged_on_the_timeline_and_the_report_draws_th
 def test_the_viewport_toggle_shows_the_collision_model_on_the_bones_and_removes_it_in_one_undo_step(blender):
     bpy = blender
     from kinema_nodes.blender.collisions import MODEL_TAG, model_collection
-    from kinema_nodes.core.model.collision import collision_model
+    from kinema_nodes.core.collision import collision_model
     from kinema_nodes.core.model.kinematics import link_pose
 
     rig, tree, target, solver = ur10_with_target(bpy)
@@ -374,7 +374,7 @@ def test_a_preset_keeps_the_avoid_settings_but_not_the_scene_s_obstacles(blender
 def test_a_modifier_and_a_constraint_are_read_as_blender_evaluates_them(blender):
     bpy = blender
     from kinema_nodes import evaluator
-    from kinema_nodes.core.stages.collisions import Box
+    from kinema_nodes.core.collision import Box
 
     rig, tree, target, solver = ur10_with_target(bpy)
     solver.live = False
@@ -409,7 +409,7 @@ def test_an_edited_obstacle_mesh_is_read_again_and_an_unchanged_one_keeps_its_fi
     bpy 5.3.)"""
     bpy = blender
     from kinema_nodes import evaluator
-    from kinema_nodes.core.stages.collisions import Box
+    from kinema_nodes.core.collision import Box
 
     rig, tree, target, solver = ur10_with_target(bpy)
     solver.live = False
@@ -495,7 +495,7 @@ def test_humanoid_hands_crossing_in_front_of_the_chest_never_interpenetrate(blen
     from mesh_check import self_distance
 
     from kinema_nodes.blender.baking import bake_tree
-    from kinema_nodes.core.model.collision import collision_model
+    from kinema_nodes.core.collision import collision_model
     from kinema_nodes.core.solve import IKTarget, SolveOptions, solve
     from test_animator_workflow import key_control
 
@@ -551,7 +551,7 @@ def test_a_bake_given_obstacles_from_a_file_measures_every_frame_against_them(bl
 
     from kinema_nodes.blender.baking import bake_tree
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.stages.collisions import Avoid, load_obstacles
+    from kinema_nodes.core.collision import Avoid, load_obstacles
     from test_animator_workflow import key_control
 
     rig, tree, target, solver = ur10_with_target(bpy, rotation_weight=0.0)

@@ -34,7 +34,7 @@ def kinema(cache_folder, *args):
 def fcl_free(robot, obstacles_path, joints: dict) -> bool:
     from fcl_check import FclChecker
 
-    from kinema_nodes.core.stages.collisions import load_obstacles
+    from kinema_nodes.core.collision import load_obstacles
 
     q = np.array([joints[name] for name in robot.actuated_joint_names])
     return FclChecker(robot, load_obstacles(obstacles_path)).free(q)
@@ -120,7 +120,7 @@ def test_bake_with_obstacles_stays_clear(robots, cache_folder, tmp_path):
     assert payload["converged"] < payload["frames"]
     from fcl_check import FclChecker
 
-    from kinema_nodes.core.stages.collisions import load_obstacles
+    from kinema_nodes.core.collision import load_obstacles
 
     robot = robots("panda")
     checker = FclChecker(robot, load_obstacles(path))

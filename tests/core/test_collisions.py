@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.errors import KinemaError, RobotFileError
-from kinema_nodes.core.model.collision import collision_model, fit_capsules, read_srdf_pairs
+from kinema_nodes.core.collision import collision_model, distances, fit_capsules, read_srdf_pairs
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_status, solve
-from kinema_nodes.core.stages import collisions as C
+from kinema_nodes.core import collision as C
+from kinema_nodes.core.solve import _avoiding
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from fcl_check import FclChecker  # noqa: E402
@@ -71,33 +72,33 @@ def test_the_two_forms_agree(robots):
     different, equally far vertices)."""
     robot = robots("panda")
     avoid = C.Avoid(True, C.World(CELL.obstacles + (C.Sphere((0.3, 0.3, 0.3), 0.05, "ball"),), ground=True), 0.005)
-    model, kin = C._setup(robot, avoid)
+    model, kin = C.prepare_pairs(robot, avoid)
     rng = np.random.default_rng(2)
     try:
         for q in robot.random_configurations(20, rng):
-            fast, _ = C._pairs(robot, model, kin, avoid, q)
-            C.FORCE_NUMPY = True
-            plain, _ = C._pairs(robot, model, kin, avoid, q)
-            C.FORCE_NUMPY = False
+            fast, _ = C.measure_pairs(robot, model, kin, avoid, q)
+            distances.FORCE_NUMPY = True
+            plain, _ = C.measure_pairs(robot, model, kin, avoid, q)
+            distances.FORCE_NUMPY = False
             assert fast.names == plain.names
             assert np.max(np.abs(fast.d - plain.d)) < 1e-12
-            far = fast.d >= avoid.margin_m + C.REFINE_WITHIN
+            far = fast.d >= avoid.margin_m + distances.REFINE_WITHIN
             for field in ("point_a", "point_b", "normal"):
                 assert np.max(np.abs(getattr(fast, field) - getattr(plain, field))[far], initial=0.0) < 1e-12
     finally:
-        C.FORCE_NUMPY = False
+        distances.FORCE_NUMPY = False
 
 
 def test_distance_gradients_match_finite_differences(robots, monkeypatch):
     """The capsule distances' gradients (the hull gaps, measured near contact, are switched off
     here: along a hull's flat face the gap has kinks)."""
-    monkeypatch.setattr(C, "REFINE_WITHIN", -1.0)
+    monkeypatch.setattr(distances, "REFINE_WITHIN", -1.0)
     robot = robots("ur5")
     avoid = C.Avoid(True, CELL, 0.0)
-    model, kin = C._setup(robot, avoid)
+    model, kin = C.prepare_pairs(robot, avoid)
     rng = np.random.default_rng(8)
     for q in robot.random_configurations(4, rng):
-        pairs, (origins, axes) = C._pairs(robot, model, kin, avoid, q)
+        pairs, (origins, axes) = C.measure_pairs(robot, model, kin, avoid, q)
         outside = pairs.d > 1e-3  # inside a box the distance has kinks
         grad = kin.gradient(pairs.cap_a, pairs.point_a, pairs.normal, origins, axes)
         own = pairs.cap_b >= 0
@@ -106,7 +107,7 @@ def test_distance_gradients_match_finite_differences(robots, monkeypatch):
         for k in range(robot.dof):
             e = np.zeros(robot.dof)
             e[k] = 1e-6
-            numeric[:, k] = (C._pairs(robot, model, kin, avoid, q + e)[0].d - C._pairs(robot, model, kin, avoid, q - e)[0].d) / 2e-6
+            numeric[:, k] = (C.measure_pairs(robot, model, kin, avoid, q + e)[0].d - C.measure_pairs(robot, model, kin, avoid, q - e)[0].d) / 2e-6
         assert np.max(np.abs(numeric - grad)[outside]) < 1e-5
 
 
@@ -349,7 +350,7 @@ def test_every_entry_point_avoids(robots):
     from kinema_nodes.core.solve import prepare, solve_many
 
     robot = robots("panda")
-    options = SolveOptions(backend="numpy", avoid=C.Avoid(True, WALL, 0.005), budget_ms=C.MAX_AVOID_S * 1000.0 / C.AVOID_BUDGETS)
+    options = SolveOptions(backend="numpy", avoid=C.Avoid(True, WALL, 0.005), budget_ms=_avoiding.MAX_AVOID_S * 1000.0 / _avoiding.AVOID_BUDGETS)
     goals = [IKTarget(robot.tool_point, (0.55 + 0.05 * k, 0.0, 0.4), (0.0, 1.0, 0.0, 0.0)) for k in range(3)]
     start = robot.zero_configuration()
     many = solve_many(robot, goals, start, options)

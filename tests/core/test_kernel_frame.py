@@ -19,7 +19,7 @@ from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion
 from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_status, prepare, solve
-from kinema_nodes.core.solve import _api, _frame, _kernel
+from kinema_nodes.core.solve import _entry, _frame, _kernel
 from kinema_nodes.core.solve._types import MAX_TARGET_DISTANCE_M
 
 
@@ -68,7 +68,7 @@ def test_the_one_call_frame_answers_as_the_general_path_to_the_bit(robots, name,
         assert one_call is not None, "a converging warm frame is answered by the one compiled call"
         through_solve = solve(robot, goals, current, options)
         through_prepare = prepared.solve(np.array([g.position for g in goals]), np.array([g.wxyz for g in goals]), current)
-        general = _api._solve(robot, goals, current, options, time.perf_counter())
+        general = _entry._solve(robot, goals, current, options, time.perf_counter())
         assert general.converged
         for result in (one_call, through_solve, through_prepare):
             np.testing.assert_array_equal(result.joints, general.joints)
@@ -94,7 +94,7 @@ def test_what_the_one_call_does_not_answer_goes_to_the_general_path(robots):
     # a start outside the limits: the answer is clipped into them, as the general path does it
     outside = q.copy()
     outside[0] = robot.upper[0] + 0.5
-    general = _api._solve(robot, goals, outside, options, time.perf_counter())
+    general = _entry._solve(robot, goals, outside, options, time.perf_counter())
     for result in (solve(robot, goals, outside, options), prepared.solve(positions, wxyz, outside)):
         assert np.all(result.joints <= robot.upper) and np.all(result.joints >= robot.lower)
         np.testing.assert_array_equal(result.joints, general.joints)
@@ -138,7 +138,7 @@ def test_a_cold_solve_in_one_call_answers_as_the_general_path_to_the_bit(robots,
     for q in robot.random_configurations(40, rng):
         goals = goals_at(robot, q, (link,))
         one_call = _frame.solve_frame(robot, goals, start, options, time.perf_counter())
-        general = _api._solve(robot, goals, start, options, time.perf_counter())
+        general = _entry._solve(robot, goals, start, options, time.perf_counter())
         through = [solve(robot, goals, start, options),
                    prepared.solve(np.array([goals[0].position]), np.array([goals[0].wxyz]), start)]
         for result in through + ([one_call] if one_call is not None else []):

@@ -2,7 +2,7 @@
 uses another package's private (underscore) names.
 
 A package is a folder of `kinema_nodes/`; the top level (tree.py, evaluator.py) is one too.
-Inside one folder, modules may share private names (core/solve/_api uses _chain); across folders
+Inside one folder, modules may share private names (core/solve/_entry uses _chain); across folders
 only public names travel, so each package can change its insides without breaking its siblings.
 """
 

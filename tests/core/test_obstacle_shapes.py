@@ -13,9 +13,9 @@ import pytest
 import trimesh
 
 from kinema_nodes.core.errors import KinemaError
-from kinema_nodes.core.model.obstacle_shapes import SHAPES, fit_local, fit_obstacle, placed_pieces
+from kinema_nodes.core.collision.obstacle_shapes import SHAPES, fit_local, fit_obstacle, placed_pieces
 from kinema_nodes.core.model.rotations import quaternion_to_matrix
-from kinema_nodes.core.stages.collisions import Box, Capsule, MeshObstacle, Sphere
+from kinema_nodes.core.collision import Box, Capsule, MeshObstacle, Sphere
 
 
 def table() -> trimesh.Trimesh:

@@ -23,7 +23,7 @@ from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion
 from kinema_nodes.core.solve import IKTarget, SolveOptions, prepare, pyroki_available, solve
 from kinema_nodes.core.solve import _warming
-from kinema_nodes.core.solve._api import BRANCH_JUMP
+from kinema_nodes.core.solve._entry import BRANCH_JUMP
 
 ROBOT, LINK = "ur5_gripper", "tool0"
 TOL = 1e-5

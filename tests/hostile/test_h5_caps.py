@@ -15,7 +15,7 @@ from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.robot import load_robot
 from kinema_nodes.core.solve import IKTarget, SolveOptions, solve, warm_up
-from kinema_nodes.core.solve._api import MAX_PYROKI_CHAIN, MAX_PYROKI_LINKS
+from kinema_nodes.core.solve._entry import MAX_PYROKI_CHAIN, MAX_PYROKI_LINKS
 
 from corpus import assert_cli_refusal, assert_one_line, run_cli
 
@@ -84,7 +84,7 @@ def test_warm_up_of_a_robot_over_the_cap_compiles_nothing(many_links):
 
 
 def test_batched_bake_reason_names_the_cap(many_links):
-    from kinema_nodes.core.solve._api import pyroki_size_reason
+    from kinema_nodes.core.solve._entry import pyroki_size_reason
 
     assert "links" in pyroki_size_reason(many_links)
     assert "chain" in pyroki_size_reason(load_robot("arm6"), MAX_PYROKI_CHAIN + 1)

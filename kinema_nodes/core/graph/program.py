@@ -267,7 +267,7 @@ def stage_function(kind: str) -> Callable | None:
 
 
 def compiled_avoid(solver):
-    """The Solver's collision settings as a `core.stages.collisions.Avoid` without a world (the
+    """The Solver's collision settings as a `core.collision.Avoid` without a world (the
     world is each frame's: `frame_avoid`), or None when it avoids nothing, so a Solver without
     collisions never imports or runs any of it."""
     avoid_self = bool(solver.get("avoid_self", False))
@@ -275,7 +275,7 @@ def compiled_avoid(solver):
     avoid_world = bool(solver.get("avoid_world", False)) and bool(solver.get("obstacles") or solver.get("ground"))
     if not (avoid_self or avoid_world):
         return None
-    from ..stages.collisions import Avoid
+    from ..collision import Avoid
 
     return Avoid(self_=avoid_self, world=None, margin_m=float(solver.get("margin_mm", 0.0)) / 1000.0)
 

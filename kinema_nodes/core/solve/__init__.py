@@ -3,7 +3,9 @@
 `solve` is the only entry point the rest of the product uses; `warm_up` compiles ahead of the
 first solve; `solve_many` solves many frames seeded from each other under the same contract
 (the bake; PyRoki runs them as one scan per chunk), `solve_trajectory` is its plain loop.
-JAX and PyRoki are imported only when the PyRoki backend first runs.
+JAX and PyRoki are imported only when the PyRoki backend first runs. With `SolveOptions.avoid`
+(a `core.collision.Avoid`) `solve` keeps clear of the robot itself and obstacles (`_avoiding.py`,
+measuring with `core.collision`'s public names).
 
 Siblings use only the names below. Stages that add their own term to the solve (core/stages:
 the elbow swivel) build on `problem_for` / `TargetChain` (the cached fast FK and Jacobian of the
@@ -14,7 +16,7 @@ program the live path started compiling in the background is ready (`wait_for_py
 protocol, shared by `kinema-nodes bench` and bench/bench_ik.py.
 """
 
-from ._api import PreparedSolve, batch_unavailable, prepare, pyroki_available, solve, solve_many, solve_trajectory, warm_up
+from ._entry import PreparedSolve, batch_unavailable, prepare, pyroki_available, solve, solve_many, solve_trajectory, warm_up
 from ._bench import run_benchmark
 from ._cache import DEFAULT_LRU_SIZE, cache_root
 from ._chain import TargetChain, problem_for

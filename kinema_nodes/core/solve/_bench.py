@@ -16,7 +16,7 @@ import numpy as np
 from ..defaults import DEFAULT_SOLVE_BUDGET_MS
 from ..model.kinematics import link_pose
 from ..model.rotations import matrix_to_quaternion
-from ._api import solve, warm_up
+from ._entry import solve, warm_up
 from ._types import IKTarget, SolveOptions
 
 STRICT = (1e-5, 1e-5)

@@ -1,8 +1,7 @@
 """Where compiled solvers live on disk, and a small LRU for the ones in memory.
 
-The folder is per user ($KINEMA_CACHE_DIR, else $XDG_CACHE_HOME/kinema_nodes, else
-~/.cache/kinema_nodes) so a new Blender session finds what the last one compiled; tests
-point KINEMA_CACHE_DIR at a temporary folder so they never share state by accident.
+The folder is per user (`core.cache_folder.cache_root`, shared with the collision kernel) so a
+new Blender session finds what the last one compiled.
 
 An entry on disk is `magic`, one header line (what it was made for), the SHA-256 of the
 payload, then the payload, written atomically (`core.files`). `read_entry` checks the hash
@@ -13,21 +12,12 @@ caller rebuilds it, once) and reported once on stderr, instead of failing on eve
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
+from ..cache_folder import cache_root
 from ..lru import DEFAULT_LRU_SIZE, LRU
 
 __all__ = ["DEFAULT_LRU_SIZE", "LRU", "cache_root"]
-
-
-def cache_root() -> Path:
-    explicit = os.environ.get("KINEMA_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "kinema_nodes"
 
 
 #: Entries already reported as corrupt in this process (each is said once).

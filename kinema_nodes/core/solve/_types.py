@@ -9,11 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..defaults import DEFAULT_SOLVE_BUDGET_MS
 from ..errors import KinemaError
+
+if TYPE_CHECKING:
+    from ..collision import Avoid
 
 #: A target farther than this from the robot's root is a typo or a unit mix-up (mm for m),
 #: not a pose any robot can reach; refused rather than sent to the solver.
@@ -59,8 +63,8 @@ class SolveOptions:
     #: nearest this joint vector (one value per actuated joint), so a frame's pose depends on
     #: its inputs, not on the frame before (see _posture.py). None: the answer nearest the start.
     posture: tuple[float, ...] | None = None
-    #: Keep clear of the robot itself and/or obstacles (a `core.stages.collisions.Avoid`); None: collisions ignored.
-    avoid: object | None = None
+    #: Keep clear of the robot itself and/or obstacles (core/collision; the descent: _avoiding.py); None: collisions ignored.
+    avoid: Avoid | None = None
 
 
 @dataclass
@@ -249,7 +253,7 @@ def check_options(robot, options: SolveOptions) -> None:
         if posture.shape != (robot.dof,) or not np.all(np.isfinite(posture)):
             raise KinemaError(f"solver option posture needs {robot.dof} finite joint values (robot '{robot.name}')")
     if options.avoid is not None:
-        from ..stages.collisions import check_avoid
+        from ..collision import check_avoid
 
         check_avoid(options.avoid)
     if int(options.max_iterations) < 1:

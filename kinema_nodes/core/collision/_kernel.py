@@ -1,11 +1,11 @@
-"""The hot part of `collisions._pairs` as scalar loops for numba: forward kinematics of every
+"""The hot part of `distances.measure_pairs` as scalar loops for numba: forward kinematics of every
 link, then every checked pair's signed distance, closest points and normal, in the same order
 and by the same formulas (segment to segment; segment to box by samples then golden-section
 steps; ground plane) as the NumPy form, so both give the same answers.
 
 Compiled on first use in the calling thread (never a background thread: a thread importing numba
 while Blender's module loads can deadlock, see `core.solve.wait_for_kernel_build`), cached on disk in the Kinema cache folder
-(`core.solve.cache_root()`/numba); where numba is missing or `KINEMA_NO_NUMBA` is set, the NumPy
+(`core.cache_folder.cache_root()`/numba); where numba is missing or `KINEMA_NO_NUMBA` is set, the NumPy
 form serves.
 """
 
@@ -416,7 +416,7 @@ def compiled():
     try:
         if os.environ.get("KINEMA_NO_NUMBA"):
             raise ImportError("KINEMA_NO_NUMBA is set")
-        from ..solve import cache_root
+        from ..cache_folder import cache_root
 
         os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
         import numba

@@ -147,8 +147,8 @@ def solve(
     """
     t0 = time.perf_counter()
     options = DEFAULT_OPTIONS if options is None else options
-    if options.avoid is not None:  # keep clear of the robot itself / obstacles: core/stages/collisions.py
-        from ..stages.collisions import solve_avoiding
+    if options.avoid is not None:  # keep clear of the robot itself / obstacles: core/solve/_avoiding.py
+        from ._avoiding import solve_avoiding
 
         return solve_avoiding(robot, targets, start, options, solve)
     if options.backend == "numpy":
@@ -192,7 +192,7 @@ def _within(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float)
 
 def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch: bool = True) -> SolveResult:
     if options.avoid is not None:  # solve_many's frame-by-frame path
-        from ..stages.collisions import solve_avoiding
+        from ._avoiding import solve_avoiding
 
         return solve_avoiding(robot, targets, start, options, solve)
     target_arrays, start, problem = _checked(robot, targets, start, options)

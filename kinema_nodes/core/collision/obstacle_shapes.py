@@ -1,6 +1,6 @@
 """Obstacles from mesh vertices: the box, sphere, capsule or convex pieces that stand for a mesh.
 
-The solver's collision costs (core/stages/collisions.py) measure distances to primitives, which
+The solver's collision costs (`distances.py`) measure distances to primitives, which
 are cheap; an animator's obstacle is an arbitrary mesh. A mesh is fitted once in its own frame
 (`fit_local`), and each frame only the fit is moved by the object's matrix (`place`), so an
 animated obstacle costs a matrix product a frame, not a new fit.
@@ -42,7 +42,7 @@ class LocalFit:
     """A fit in the mesh's own frame. `shape` says which fields hold it:
     box: `center`, `axes` (3x3, columns), `half_extents`; sphere: `center`, `radius`;
     capsule: `a`, `b`, `radius`; convex: `pieces`, one (vertices, faces) hull per piece, and
-    `capsules`, the (a, b, r) that wrap those hulls for the solver (`collision.fit_capsules`)."""
+    `capsules`, the (a, b, r) that wrap those hulls for the solver (`capsule_fit.fit_capsules`)."""
 
     shape: str
     center: tuple[float, ...] = (0.0, 0.0, 0.0)
@@ -131,7 +131,7 @@ def fit_capsule(points: np.ndarray) -> LocalFit:
 def fit_convex(points: np.ndarray, components: list[np.ndarray] | None = None) -> LocalFit:
     """One convex hull per piece (connected part of the mesh); a piece too flat for a hull
     becomes its box's eight corners."""
-    from .collision import fit_capsules
+    from .capsule_fit import fit_capsules
 
     pieces = tuple(_hull(piece) for piece in components or [points])
     capsules = tuple((tuple(map(float, a)), tuple(map(float, b)), float(r)) for vertices, _ in pieces
@@ -204,9 +204,9 @@ def connected_parts(points: np.ndarray, faces) -> list[np.ndarray]:
 
 def place(fit: LocalFit, matrix, name: str = ""):
     """The collide primitive(s) of `fit` moved by `matrix` (4x4, mesh frame -> robot root frame):
-    a list of `core.stages.collisions` Box / Sphere / Capsule / MeshObstacle. Convex pieces
+    a list of `world` Box / Sphere / Capsule / MeshObstacle. Convex pieces
     become one MeshObstacle holding the capsules that wrap them (what the solver measures)."""
-    from ..stages import collisions
+    from .world import Box, Capsule, MeshObstacle, Sphere
 
     m = np.asarray(matrix, dtype=float)
     if m.shape != (4, 4) or not np.all(np.isfinite(m)):
@@ -214,9 +214,9 @@ def place(fit: LocalFit, matrix, name: str = ""):
     linear, offset = m[:3, :3], m[:3, 3]
     largest = float(np.linalg.svd(linear, compute_uv=False)[0])
     if fit.shape == "sphere":
-        return [collisions.Sphere(_floats(linear @ fit.center + offset), fit.radius * largest, name or "sphere")]
+        return [Sphere(_floats(linear @ fit.center + offset), fit.radius * largest, name or "sphere")]
     if fit.shape == "capsule":
-        return [collisions.Capsule(_floats(linear @ fit.a + offset), _floats(linear @ fit.b + offset), fit.radius * largest,
+        return [Capsule(_floats(linear @ fit.a + offset), _floats(linear @ fit.b + offset), fit.radius * largest,
                                    name or "capsule")]
     if fit.shape == "box":
         axes = np.asarray(fit.axes, dtype=float)
@@ -226,14 +226,14 @@ def place(fit: LocalFit, matrix, name: str = ""):
         local = (placed - placed.mean(axis=0)) @ frame
         low, high = local.min(axis=0), local.max(axis=0)
         center = placed.mean(axis=0) + frame @ ((low + high) / 2.0)
-        from .rotations import matrix_to_quaternion
+        from ..model.rotations import matrix_to_quaternion
 
         wxyz = matrix_to_quaternion(frame)
         size = np.maximum(high - low, MIN_THICKNESS)
-        return [collisions.Box(_floats(size), _floats((*center, *wxyz)), name or "box")]
+        return [Box(_floats(size), _floats((*center, *wxyz)), name or "box")]
     capsules = tuple((_floats(linear @ a + offset), _floats(linear @ b + offset), r * largest) for a, b, r in fit.capsules)
     pose = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
-    return [collisions.MeshObstacle(f"convex pieces of '{name}'", pose, name or "mesh", (1.0, 1.0, 1.0), capsules)]
+    return [MeshObstacle(f"convex pieces of '{name}'", pose, name or "mesh", (1.0, 1.0, 1.0), capsules)]
 
 
 def placed_pieces(fit: LocalFit, matrix) -> list[tuple[np.ndarray, np.ndarray]]:
