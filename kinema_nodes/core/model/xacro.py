@@ -43,6 +43,7 @@ from pathlib import Path
 from ..errors import RobotFileError
 from .packages import PackageSearchPath
 from .safe_eval import MAX_TEXT, REPLACED, SAFE_BUILTINS, ExpressionRefused, evaluate, measure
+from .xml_reading import check_no_doctype
 
 #: Largest xacro (or included file) read.
 MAX_XACRO_BYTES = 32 * 1024 * 1024
@@ -112,6 +113,7 @@ class _Expansion:
         self.macro_calls = 0
         self.elements = 0
         self.dom_work = 0
+        self.parsing = False
         self.text = 0
         self.texts: dict[str, str] = {}
         self.allowed, self.replaced = _xacro_helpers(xacro)
@@ -139,22 +141,39 @@ class _Expansion:
         return real
 
     def open(self, filename, mode="r", *args, **kwargs):
-        """xacro's `open`: reads inside the robot's folders only, regular files only."""
+        """xacro's `open`: reads inside the robot's folders only, regular files only, read once
+        here and handed to xacro as text (an XML file after the DOCTYPE rule of `xml_reading`)."""
         if any(flag in str(mode) for flag in "wax+"):
             raise self.refusal(f"xacro writes '{filename}'; refused", str(filename))
-        what = "reads" if self.xacro.filestack and str(filename) != str(self.xacro.filestack[-1]) else "includes"
-        if not str(filename).endswith((".xacro", ".urdf", ".xml", ".sdf")) and str(filename).endswith((".yaml", ".yml")):
-            what = "loads YAML from"
+        what = "includes" if self.parsing else "loads YAML from"
         real = self.inside(str(filename), what)
         _check_input_file(str(real), self.source)
         self.deadline_check()
-        handle = open(real, mode, *args, **kwargs)  # noqa: SIM115  (xacro closes it)
         try:
-            text = real.read_text(encoding="utf-8", errors="replace")
-            self.texts.setdefault(str(filename), text)
-        except OSError:
-            pass
-        return handle
+            data = real.read_bytes()
+        except OSError as exc:
+            raise self.refusal(f"xacro {what} '{filename}', which cannot be read: {exc.strerror or exc}", str(filename)) from None
+        if self.parsing:
+            text = check_no_doctype(data, self.source, f"xacro file '{filename}'")
+        else:
+            try:
+                text = data.decode("utf-8").removeprefix("\ufeff")
+            except UnicodeDecodeError as exc:
+                raise self.refusal(f"xacro {what} '{filename}', which is not UTF-8 text (byte {exc.start})") from None
+        text = text.replace("\r\n", "\n").replace("\r", "\n")  # as open() in text mode reads it
+        self.texts.setdefault(str(filename), text)
+        return io.BytesIO(data) if "b" in str(mode) else io.StringIO(text)
+
+    def parse(self, original):
+        """xacro's `parse`: what it opens is an XML file (so `open` applies the DOCTYPE rule)."""
+        def parse(inp, filename=None):
+            self.parsing = True
+            try:
+                return original(inp, filename)
+            finally:
+                self.parsing = False
+
+        return parse
 
     def glob(self, pattern: str):
         """xacro's include glob: only inside the robot's folders."""
@@ -352,12 +371,13 @@ def _patched(xacro, search: PackageSearchPath, source: Path):
         return str(search.require(package, source))
 
     expansion = _Expansion(xacro, search, source)
-    names = ("open", "glob", "safe_eval", "eval_text", "handle_macro_call", "eval_all", "replace_node")
+    names = ("open", "parse", "glob", "safe_eval", "eval_text", "handle_macro_call", "eval_all", "replace_node")
     saved = {name: xacro.__dict__.get(name, _MISSING) for name in names}
     saved_sa = {name: getattr(substitution_args, name) for name in ("_eval_find", "_eval")}
     original_dict_find = substitution_args._eval_dict.get("find")
 
     xacro.open = expansion.open
+    xacro.parse = expansion.parse(saved["parse"])
     xacro.glob = types.SimpleNamespace(glob=expansion.glob)
     xacro.safe_eval = expansion.safe_eval
     xacro.eval_text = expansion.eval_text
