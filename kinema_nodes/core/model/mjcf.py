@@ -167,6 +167,9 @@ class _Writer:
 def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
     """(URDF text, notes) for an MJCF file. Raises `RobotFileError` (one line naming the file)."""
     path = Path(path)
+    from .mjcf_files import check_mjcf_files
+
+    check_mjcf_files(path, search)
     mujoco, model = _compile(path)
     obj = mujoco.mjtObj
     notes: list[str] = []
