@@ -263,6 +263,7 @@ def test_ordinary_expressions_and_yaml_inside_the_package_expand_as_xacro_does(p
         '<xacro:property name="cfg" value="${xacro.load_yaml(\'../config/arm.yaml\')}"/>'
         '<xacro:property name="L" value="${cfg[\'arm\'][\'length\']}"/>'
         '<xacro:include filename="$(find robot_pkg)/urdf/parts.xacro"/>'
+        '<xacro:include filename="not_there.xacro" optional="true"/>'
         '<xacro:part name="b" len="${L * 2}"/>'
         "<link name=\"c_${'-'.join(cfg.arm.joints)}_${python.len(cfg.arm.joints)}_$(eval 2 * 3)\"/>"
         '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import errno
 import io
 import os
 import re
@@ -147,6 +148,8 @@ class _Expansion:
             raise self.refusal(f"xacro writes '{filename}'; refused", str(filename))
         what = "includes" if self.parsing else "loads YAML from"
         real = self.inside(str(filename), what)
+        if not os.path.lexists(real):  # as open() would: xacro handles it (optional includes)
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(filename))
         _check_input_file(str(real), self.source)
         self.deadline_check()
         try:
@@ -198,13 +201,12 @@ class _Expansion:
         if not fragment:
             return ""
         stack = [str(name) for name in (self.xacro.filestack or []) if name]
-        for name in [*reversed(stack), *self.texts]:
-            text = self.texts.get(name)
-            if text is None:
-                continue
-            at = text.find(fragment)
-            if at >= 0:
-                return f"{Path(name).name} line {text.count(chr(10), 0, at) + 1}: "
+        for needle in dict.fromkeys((fragment, os.path.basename(fragment))):
+            for name in [*reversed(stack), *self.texts]:
+                text = self.texts.get(name)
+                at = -1 if text is None or not needle else text.find(needle)
+                if at >= 0:
+                    return f"{Path(name).name} line {text.count(chr(10), 0, at) + 1}: "
         return ""
 
     def evaluate(self, expression: str, lookup, fragment: str):
