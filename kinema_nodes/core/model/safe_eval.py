@@ -240,9 +240,7 @@ class _Evaluator:
 
     def checked(self, value, what: str):
         """A value reached by a name or attribute: a callable must be on the allow-list."""
-        swapped = REPLACED.get(id(value)) or self.replaced.get(id(value))
-        if swapped is not None:
-            return swapped
+        value = REPLACED.get(id(value)) or self.replaced.get(id(value)) or value
         if callable(value) and not isinstance(value, self.namespaces) and not _allowed(value, self.extra):
             raise ExpressionRefused(f"'{what}' ({_name_of(value)})")
         return value
