@@ -41,8 +41,8 @@ def test_refused_by_name(expression, construct):
     assert construct in str(caught.value)
 
 
-@pytest.mark.parametrize("expression", ["9 ** 9 ** 9", "2 ** 5000", "1 << 5000", "'a' * 10 ** 9", "[0] * 10 ** 8", "range(10 ** 9)",
-                                        "round(1, -10 ** 9)", "10 ** 2000 * 10 ** 2000"])
+@pytest.mark.parametrize("expression", ["9 ** 9 ** 9", "2 ** 5000", "1 << 5000", "'a' * 10 ** 9", "[0] * 10 ** 8",
+                                        "range(10 ** 9)", "round(1, -10 ** 9)", "10 ** 2000 * 10 ** 2000"])
 def test_huge_values_are_refused_before_they_are_made(expression):
     with pytest.raises(ExpressionTooBig):
         evaluate(expression, NAMES.__getitem__)
