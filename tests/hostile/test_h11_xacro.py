@@ -313,3 +313,19 @@ def test_load_robot_refuses_include_outside_with_the_line(place):
     with pytest.raises(RobotFileError) as caught:
         load_robot(place.xacro, check_meshes=False)
     assert_one_line(caught.value, "robot.urdf.xacro line 5", OUTSIDE)
+
+
+@pytest.mark.parametrize("case", ["fifo_include", "include_outside", "exponential_macro", "power_tower"])
+def test_cli_refusals_are_exit_2_and_one_line_well_inside_the_limit(place, case):
+    fifo = place.package / "urdf" / "pipe.xacro"
+    os.mkfifo(fifo)
+    body = {
+        "fifo_include": ('<xacro:include filename="pipe.xacro"/>', "not a regular file"),
+        "include_outside": (f'<xacro:include filename="{place.outside / "canary.xacro"}"/>', OUTSIDE),
+        "exponential_macro": (_EXPONENTIAL_MACRO, "macros"),
+        "power_tower": BOMBS["power_tower"],
+    }[case]
+    place.xacro.write_text(_robot(body[0]))
+    result = run_cli("info", place.xacro, timeout=HANG_LIMIT + 60)
+    line = assert_cli_refusal(result, "robot.urdf.xacro", body[1])
+    assert SECRET not in result.stdout + result.stderr and SECRET not in line

@@ -19,7 +19,7 @@ import pytest
 from kinema_nodes.core.errors import RobotFileError
 from kinema_nodes.core.model.robot import load_robot
 
-from corpus import GOOD_STL, assert_one_line
+from corpus import GOOD_STL, assert_cli_refusal, assert_one_line, run_cli
 
 pytest.importorskip("mujoco")
 
@@ -152,3 +152,14 @@ def test_model_with_include_and_mesh_inside_its_folders_loads(place):
     loaded, error = _load(path)
     assert error is None, error
     assert [j.name for j in loaded.joints if j.type != "fixed"] == ["j"]
+
+
+@pytest.mark.parametrize("case", ["include_dotdot", "mesh_through_meshdir"])
+def test_cli_refusal_is_exit_2_and_one_line(place, case):
+    robot, outside = place
+    text, fragment = _cases(robot, outside)[case]
+    path = robot / "model.xml"
+    path.write_text(text)
+    result = run_cli("info", path, timeout=120)
+    assert_cli_refusal(result, "model.xml", fragment, "outside the robot's folders")
+    assert SECRET not in result.stdout + result.stderr
