@@ -2,7 +2,8 @@
 
 We do not expand macros ourselves: `xacro.process_file` does, exactly as ``xacro FILE`` in a
 ROS workspace, and the text is what that command writes (``toprettyxml(indent="  ")``), so the
-expansion matches xacro's own output byte for byte. Two things differ from a ROS install:
+expansion matches xacro's own output byte for byte on ordinary files. What differs from a ROS
+install:
 
 - ``$(find PKG)`` (and ``find`` in expressions) resolves through Kinema's one package search
   path (`core.model.packages`), not through ament or rospack, so no ROS is needed;
@@ -16,10 +17,12 @@ expansion matches xacro's own output byte for byte. Two things differ from a ROS
   calls itself twice per level or a property that doubles is one line, not a hang or a
   MemoryError; a refusal names the construct and the file and line it is on.
 
-Why a restricted evaluator and not a sandboxed process: the expansion stays xacro's own (its
-output byte for byte), it costs nothing per file (a process with no file access beyond the
-robot's folders needs OS support Blender's Python on Windows and macOS does not offer, plus
-~0.5 s of start-up), and what it allows is a short list that can be read and tested.
+Why a restricted evaluator and not a sandboxed process: a process whose file access is confined
+to the robot's folders needs the operating system's help (Landlock or seccomp on Linux; nothing
+a Python add-on can readily use on Windows or macOS), costs a process start on every import, and
+would still run xacro's ``eval`` inside it; the evaluator costs about 0.1 ms an expression
+(docs/RELIABILITY.md has the measurements), and what it allows is a short list that can be read
+and tested.
 
 The `xacro` module keeps its state in module globals, so expansions run one at a time.
 `xacrodoc` was the alternative: it needs rospkg and catkin_pkg besides xacro, replaces xacro's
