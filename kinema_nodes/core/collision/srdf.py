@@ -38,23 +38,10 @@ def _srdf_path(robot: RobotModel, srdf) -> Path | None:
 def read_srdf_pairs(path: str | Path, robot: RobotModel) -> set[tuple[str, str]]:
     """The `<disable_collisions link1= link2=>` pairs of an SRDF, with the same hardening as a
     URDF (size, no DOCTYPE or entities); unknown links are refused with the file named."""
-    from lxml import etree
+    from ..model.xml_reading import parse_xml, read_xml_file
 
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_SRDF_BYTES:
-            raise RobotFileError(path, f"SRDF is {size / 1e6:.0f} MB; refusing SRDFs over {MAX_SRDF_BYTES / 1e6:.0f} MB")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RobotFileError(path, f"cannot read: {exc.strerror or exc}") from None
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        raise RobotFileError(path, "SRDF has a DOCTYPE or entity declarations; refusing it")
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False)
-    try:
-        root = etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        raise RobotFileError(path, f"SRDF is not valid XML: {exc}") from None
+    root = parse_xml(read_xml_file(path, MAX_SRDF_BYTES, "SRDF"), path, "SRDF")
     pairs = set()
     known = set(robot.links)
     for element in root.iter("disable_collisions"):

@@ -43,7 +43,6 @@ UNLIMITED_SLIDE = 10.0
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
 _PLANE, _HFIELD, _SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX, _MESH = range(8)
 _EQ_JOINT = 2
-_ENTITY_OR_DOCTYPE = re.compile(rb"<!(ENTITY|DOCTYPE)", re.IGNORECASE)
 
 
 def _quat_matrix(q) -> np.ndarray:
@@ -95,9 +94,9 @@ def _compile(path: Path):
         raise RobotFileError(path, "is a MuJoCo model (MJCF); reading it needs the 'mujoco' package (pip install mujoco)") from None
     from .robot import read_robot_file
 
-    data = read_robot_file(path, MAX_MJCF_BYTES, "MJCF")
-    if _ENTITY_OR_DOCTYPE.search(data):
-        raise RobotFileError(path, "declares a DOCTYPE or XML entities; refused (MJCF never needs them)")
+    from .xml_reading import check_no_doctype
+
+    check_no_doctype(read_robot_file(path, MAX_MJCF_BYTES, "MJCF"), path, "MJCF")
     try:
         model = mujoco.MjModel.from_xml_path(str(path.absolute()))
     except Exception as exc:  # noqa: BLE001  (MuJoCo's compiler raises ValueError, sometimes others)
@@ -168,6 +167,9 @@ class _Writer:
 def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
     """(URDF text, notes) for an MJCF file. Raises `RobotFileError` (one line naming the file)."""
     path = Path(path)
+    from .mjcf_files import check_mjcf_files
+
+    check_mjcf_files(path, search)
     mujoco, model = _compile(path)
     obj = mujoco.mjtObj
     notes: list[str] = []

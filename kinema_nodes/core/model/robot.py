@@ -438,22 +438,10 @@ def robot_file_kind(path: Path) -> str:
     return "urdf"
 
 
-_ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.IGNORECASE)
-_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
-
-
 def _parse_xml(path: Path, data: bytes):
-    from lxml import etree
+    from .xml_reading import parse_xml
 
-    if _ENTITY_DECLARATION.search(data):
-        raise RobotFileError(path, "declares XML entities; refused (URDFs never need them, and they can expand without bound)")
-    if _DOCTYPE.search(data):
-        raise RobotFileError(path, "has a DOCTYPE; refused (URDFs never need one, and it can name outside files)")
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_blank_text=True)
-    try:
-        root = etree.fromstring(data, parser=parser)
-    except etree.XMLSyntaxError as exc:
-        raise RobotFileError(path, f"not valid XML: {exc}") from None
+    root = parse_xml(data, path, "URDF")
     if root is None or root.tag != "robot":
         tag = getattr(root, "tag", None)
         tag = tag if isinstance(tag, str) else "(not an element)"
