@@ -229,7 +229,7 @@ _PREPARED_KEPT = 32
 def live_solve(robot, goals, start, options):
     """`core.solve.solve` for a live frame, through a cached `prepare` (the same answers: the
     prepared path hands anything but a converged warm kernel descent to `solve`)."""
-    if options.avoid is not None:  # collision avoidance is solve()'s (core/stages/collisions.py), not the prepared kernel's
+    if options.avoid is not None:  # collision avoidance is solve()'s (core/solve/_avoiding.py), not the prepared kernel's
         return _solve()(robot, goals, start, options)
     links = tuple(g.link for g in goals)
     weights = tuple((g.position_weight, g.rotation_weight) for g in goals)

@@ -17,7 +17,7 @@ import threading
 import pytest
 
 from kinema_nodes.core.errors import RobotFileError
-from kinema_nodes.core.model.collision import read_srdf_pairs
+from kinema_nodes.core.collision import read_srdf_pairs
 from kinema_nodes.core.model.robot import load_robot, robot_from_urdf_text
 from kinema_nodes.core.model.xml_reading import check_no_doctype, xml_encoding
 
