@@ -8,7 +8,10 @@ and the compiled tree is then written out as a URDF that says the same thing:
   joint; the world body is the root link ``world`` unless exactly one body hangs from it and
   that body has a free joint: then that body is the root (the free joint is the base);
 - hinge and slide joints become revolute/continuous and prismatic joints with MuJoCo's ranges
-  (a joint's ``ref`` is its zero). A joint anchored away from its body's origin, or a second
+  (a joint's ``ref`` is its zero). MJCF joints have no speed or force limit of their own: a
+  joint's ``<limit>`` carries ``velocity`` only where a velocity actuator's control range gives
+  one, and ``effort`` only where the joint's ``actuatorfrcrange`` or its actuators' ranges give
+  one; a limit the file does not give is left out (read as "no limit"), never written as 0. A joint anchored away from its body's origin, or a second
   joint in one body, gets a small helper link ``BODY__JOINT`` so that each body's frame is
   exactly MuJoCo's;
 - equality constraints that couple two joints linearly (grippers) become mimic joints;
@@ -43,6 +46,7 @@ UNLIMITED_SLIDE = 10.0
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
 _PLANE, _HFIELD, _SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX, _MESH = range(8)
 _EQ_JOINT = 2
+_TRN_JOINT, _GAIN_FIXED, _BIAS_NONE, _BIAS_AFFINE = 0, 0, 0, 1
 _ENTITY_OR_DOCTYPE = re.compile(rb"<!(ENTITY|DOCTYPE)", re.IGNORECASE)
 
 
@@ -192,6 +196,7 @@ def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
     def has_free(b: int) -> bool:
         return any(int(model.jnt_type[j]) == _FREE for j in range(model.body_jntadr[b], model.body_jntadr[b] + model.body_jntnum[b]))
 
+    speed, effort = _actuator_limits(model)
     link_of: dict[int, str] = {}
     if len(top) == 1 and has_free(top[0]):
         root_body = top[0]
@@ -241,8 +246,12 @@ def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
                     lo, hi = -UNLIMITED_SLIDE, UNLIMITED_SLIDE
                     notes.append(f"slide joint '{joint_name[j]}' has no range; given ±{UNLIMITED_SLIDE:g} m")
             extra = f'<axis xyz="{_numbers(axis)}"/>'
+            rates = "".join(f' {what}="{value!r}"' for what, value in (("effort", effort.get(j)), ("velocity", speed.get(j)))
+                            if value is not None)
             if kind != "continuous":
-                extra += f'<limit lower="{lo!r}" upper="{hi!r}" effort="0" velocity="0"/>'
+                extra += f'<limit lower="{lo!r}" upper="{hi!r}"{rates}/>'
+            elif rates:
+                extra += f"<limit{rates}/>"
             w.joint(joint_name[j], kind, previous, child, origin, extra)
             previous = child
             origin = _transform(-anchor)
@@ -265,6 +274,40 @@ def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
 
     robot_name = _model_name(path) or path.stem
     return w.text(robot_name), notes
+
+
+def _actuator_limits(model) -> tuple[dict[int, float], dict[int, float]]:
+    """(joint -> speed limit, joint -> force limit) from what the MJCF says, in the joint's units.
+
+    A velocity actuator (a servo whose bias is ``-kv * velocity``) takes a target speed: its
+    control range, over its gear, is the joint's speed limit. A force limit is the joint's
+    ``actuatorfrcrange``, else an actuator's ``forcerange``, else a motor's control range times its
+    gear. Joints without any of these are absent: no limit."""
+    speed: dict[int, float] = {}
+    force: dict[int, float] = {}
+    for j in range(model.njnt):
+        if bool(model.jnt_actfrclimited[j]):
+            force[j] = float(np.max(np.abs(model.jnt_actfrcrange[j])))
+    for a in range(model.nu):
+        if int(model.actuator_trntype[a]) != _TRN_JOINT:
+            continue
+        j, gear = int(model.actuator_trnid[a][0]), abs(float(model.actuator_gear[a][0]))
+        if j < 0 or gear == 0:
+            continue
+        reach = float(np.max(np.abs(model.actuator_ctrlrange[a]))) if bool(model.actuator_ctrllimited[a]) else math.inf
+        gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
+        fixed_gain = int(model.actuator_gaintype[a]) == _GAIN_FIXED and float(gain[0]) != 0
+        servo_on_speed = (int(model.actuator_biastype[a]) == _BIAS_AFFINE and float(bias[0]) == 0 and float(bias[1]) == 0
+                          and float(bias[2]) == -float(gain[0]))
+        if fixed_gain and servo_on_speed and math.isfinite(reach) and reach > 0:
+            speed[j] = max(speed.get(j, 0.0), reach / gear)
+        if j in force:
+            continue
+        if bool(model.actuator_forcelimited[a]):
+            force[j] = float(np.max(np.abs(model.actuator_forcerange[a]))) * gear
+        elif fixed_gain and int(model.actuator_biastype[a]) == _BIAS_NONE and math.isfinite(reach) and reach > 0:
+            force[j] = reach * abs(float(gain[0])) * gear
+    return {j: v for j, v in speed.items() if v > 0}, {j: v for j, v in force.items() if v > 0}
 
 
 def _model_name(path: Path) -> str | None:

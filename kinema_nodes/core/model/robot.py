@@ -141,7 +141,10 @@ class RobotModel:
 
     @cached_property
     def velocity_limits(self) -> np.ndarray:
-        return np.array([j.velocity for j in self.actuated_joints], dtype=float)
+        """Per actuated joint, its speed limit; inf where there is none. A URDF's ``velocity="0"``
+        (the attribute is required, so files without a limit write 0) is no limit, as in Check Limits."""
+        speeds = np.array([j.velocity for j in self.actuated_joints], dtype=float)
+        return np.where(speeds > 0, speeds, np.inf)
 
     @cached_property
     def is_continuous(self) -> np.ndarray:
