@@ -136,3 +136,62 @@ def test_velocity_actuators_give_the_speed_limit_and_bake_and_check_limits_agree
     assert velocity == {11, 12, 13}
     assert {v.joint for v in checked.violations["velocity"]} == set(speeds)
 
+
+# ---- 20: chains of joint couplings ----------------------------------------------------------
+
+def with_couplings(text: str, couplings: list[tuple[str, str, float, float]]) -> str:
+    """The model with `<equality><joint joint1 joint2 polycoef="offset multiplier 0 0 0">` each."""
+    rows = "".join(f'<joint joint1="{a}" joint2="{b}" polycoef="{offset} {multiplier} 0 0 0"/>' for a, b, offset, multiplier in couplings)
+    return text.replace("</mujoco>", f"<equality>{rows}</equality></mujoco>")
+
+
+CHAINS = {
+    # the humanoid: head pitch follows head roll, which follows head yaw, which follows the waist's yaw
+    "gr1": [("head_pitch", "head_roll", 0.1, 0.5), ("head_roll", "head_yaw", -0.05, -2.0), ("head_yaw", "torso_waist_yaw", 0.0, 0.3)],
+    # the mobile manipulator, links written follower-first and leader-first
+    "tiago": [("arm_left_3_joint", "arm_left_2_joint", 0.2, -1.0), ("head_2_joint", "head_1_joint", 0.0, 0.5),
+              ("arm_left_2_joint", "arm_left_1_joint", -0.1, 0.7), ("head_1_joint", "arm_left_1_joint", 0.05, 1.0)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_chained_joint_couplings_load_as_mimics_of_the_root_joint_and_match_mujoco(name, tmp_path):
+    path = edited_copy(tmp_path, name, lambda text: with_couplings(text, CHAINS[name]))
+    robot = load_robot(path)
+    followers = {a for a, *_ in CHAINS[name]}
+    leaders = {b for _, b, *_ in CHAINS[name]}
+    roots = leaders - followers
+    for joint in followers:
+        mimic = robot.joint_by_name[joint].mimic
+        assert mimic is not None and mimic.joint in roots and robot.joint_by_name[mimic.joint].is_actuated
+        assert joint not in robot.actuated_joint_names
+
+    # MuJoCo's judgement: with the followers where our mimics put them, every equality holds
+    # (efc_pos of the equality rows: their violation) and every body sits where our FK says.
+    model = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(29)
+    worst_equality = worst_pose = 0.0
+    for _ in range(20):
+        q = rng.uniform(np.maximum(robot.lower, -2.0), np.minimum(robot.upper, 2.0))
+        values = dict(zip(robot.actuated_joint_names, q))
+        data.qpos[:] = model.qpos0
+        for joint in robot.joints:
+            if joint.is_movable:
+                value = values[joint.name] if joint.mimic is None else joint.mimic.offset + joint.mimic.multiplier * values[joint.mimic.joint]
+                address = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint.name)]
+                data.qpos[address] = model.qpos0[address] + value
+        mujoco.mj_forward(model, data)
+        rows = data.efc_type[: data.nefc] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+        assert rows.sum() == len(CHAINS[name])
+        worst_equality = max(worst_equality, float(np.abs(data.efc_pos[: data.nefc][rows]).max()))
+        for b in range(1, model.nbody):
+            link = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
+            ours = link_pose(robot, q, link)
+            rotation = np.empty(9)
+            mujoco.mju_quat2Mat(rotation, data.xquat[b])
+            theirs_root = np.eye(4)
+            theirs_root[:3, :3], theirs_root[:3, 3] = rotation.reshape(3, 3), data.xpos[b]
+            worst_pose = max(worst_pose, float(np.abs(ours - theirs_root).max()))
+    assert worst_equality <= 1e-12
+    assert worst_pose <= 1e-9

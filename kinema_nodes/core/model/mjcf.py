@@ -320,8 +320,12 @@ def _model_name(path: Path) -> str | None:
 
 
 def _mimics(mujoco, model, path, w: _Writer, joint_name, notes) -> None:
-    """Equality constraints on joints, as mimic joints (only linear couplings)."""
-    mimic_of: dict[str, str] = {}
+    """Equality constraints on joints, as mimic joints (only linear couplings).
+
+    A joint may follow one that itself follows another (MuJoCo compiles such chains); a URDF
+    mimic names an actuated joint, so each chain is resolved to its root joint, the offsets and
+    multipliers composed: ``q1 = a + b q2`` and ``q2 = c + d q3`` give ``q1 = (a + b c) + b d q3``."""
+    follows: dict[str, tuple[str, float, float]] = {}  # joint -> (the joint it follows, offset, multiplier)
     for e in range(model.neq):
         if int(model.eq_type[e]) != _EQ_JOINT:
             continue
@@ -337,14 +341,31 @@ def _mimics(mujoco, model, path, w: _Writer, joint_name, notes) -> None:
             notes.append(f"equality couples '{joint_name[j1]}' to '{joint_name[j2]}' by a polynomial; not a mimic, left free")
             continue
         name1, name2 = joint_name[j1], joint_name[j2]
-        if name1 in mimic_of or name2 in mimic_of:
+        if name1 in follows:
             notes.append(f"second equality on joint '{name1}' left out")
             continue
-        mimic_of[name1] = name2
+        leader = name2
+        while leader in follows and leader != name1:
+            leader = follows[leader][0]
+        if leader == name1:
+            notes.append(f"equality of '{name1}' on '{name2}' closes a loop of couplings; left out")
+            continue
+        follows[name1] = (name2, coef[0], coef[1])
+
+    for name1, (name2, offset, multiplier) in follows.items():
+        root, path_names = name2, [name1, name2]
+        while root in follows:
+            step_leader, step_offset, step_multiplier = follows[root]
+            offset, multiplier = offset + multiplier * step_offset, multiplier * step_multiplier
+            root = step_leader
+            path_names.append(root)
+        if len(path_names) > 2:
+            notes.append(f"joint '{name1}' follows " + ", which follows ".join(f"'{n}'" for n in path_names[1:])
+                         + f": a mimic of '{root}'")
         pattern = re.compile(r"(<joint name=" + re.escape(quoteattr(name1)) + r" type=\"[a-z]+\">.*?)</joint>")
         for i, text in enumerate(w.joints):
             if pattern.match(text.strip()):
-                w.joints[i] = text[: -len("</joint>")] + f'<mimic joint={quoteattr(name2)} multiplier="{coef[1]!r}" offset="{coef[0]!r}"/></joint>'
+                w.joints[i] = text[: -len("</joint>")] + f'<mimic joint={quoteattr(root)} multiplier="{multiplier!r}" offset="{offset!r}"/></joint>'
                 break
 
 
