@@ -141,13 +141,15 @@ def test_velocity_actuators_give_the_speed_limit_and_bake_and_check_limits_agree
 
 def with_couplings(text: str, couplings: list[tuple[str, str, float, float]]) -> str:
     """The model with `<equality><joint joint1 joint2 polycoef="offset multiplier 0 0 0">` each."""
-    rows = "".join(f'<joint joint1="{a}" joint2="{b}" polycoef="{offset} {multiplier} 0 0 0"/>' for a, b, offset, multiplier in couplings)
+    rows = "".join(f'<joint joint1="{a}" joint2="{b}" polycoef="{offset} {multiplier} 0 0 0"/>'
+                   for a, b, offset, multiplier in couplings)
     return text.replace("</mujoco>", f"<equality>{rows}</equality></mujoco>")
 
 
 CHAINS = {
     # the humanoid: head pitch follows head roll, which follows head yaw, which follows the waist's yaw
-    "gr1": [("head_pitch", "head_roll", 0.1, 0.5), ("head_roll", "head_yaw", -0.05, -2.0), ("head_yaw", "torso_waist_yaw", 0.0, 0.3)],
+    "gr1": [("head_pitch", "head_roll", 0.1, 0.5), ("head_roll", "head_yaw", -0.05, -2.0),
+            ("head_yaw", "torso_waist_yaw", 0.0, 0.3)],
     # the mobile manipulator, links written follower-first and leader-first
     "tiago": [("arm_left_3_joint", "arm_left_2_joint", 0.2, -1.0), ("head_2_joint", "head_1_joint", 0.0, 0.5),
               ("arm_left_2_joint", "arm_left_1_joint", -0.1, 0.7), ("head_1_joint", "arm_left_1_joint", 0.05, 1.0)],
@@ -178,7 +180,8 @@ def test_chained_joint_couplings_load_as_mimics_of_the_root_joint_and_match_mujo
         data.qpos[:] = model.qpos0
         for joint in robot.joints:
             if joint.is_movable:
-                value = values[joint.name] if joint.mimic is None else joint.mimic.offset + joint.mimic.multiplier * values[joint.mimic.joint]
+                mimic = joint.mimic
+                value = values[joint.name] if mimic is None else mimic.offset + mimic.multiplier * values[mimic.joint]
                 address = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint.name)]
                 data.qpos[address] = model.qpos0[address] + value
         mujoco.mj_forward(model, data)

@@ -3,9 +3,9 @@ MJCF (four continuous joints; MJCF gives no speed limits at all) and example-rob
 TIAGo++ (``tiago_dual``: eight continuous joints without ``<limit>``). PyRoki's parser refused
 both ("has no velocity limits") and every solve fell back to NumPy.
 
-Each solver is built afresh (an empty cache folder), each answer is PyRoki's (no fallback) and is judged by the robot's own FK: MuJoCo's
-`mj_kinematics` for the MJCF, yourdfpy for the URDF. Tolerance: the solver's 1e-5 m / 1e-5 rad,
-checked at 2e-5.
+Each solver is built afresh (an empty cache folder), each answer is PyRoki's (no fallback) and
+is judged by the robot's own FK: MuJoCo's `mj_kinematics` for the MJCF, yourdfpy for the URDF.
+Tolerance: the solver's 1e-5 m / 1e-5 rad, checked at 2e-5.
 """
 
 from __future__ import annotations

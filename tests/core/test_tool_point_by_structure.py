@@ -119,7 +119,8 @@ CASES = {
     # slides moving "carriages" with "pads" on them; no site, no word says gripper or finger
     "kinova3 + rethink, carriages and pads": dict(
         arm="kinova3", gripper="rethink_gripper", keep_sites=False, pinch_on=None,
-        renames={"right_hand": "bracelet_mount", "g_gripper_base": "g_base_plate", "g_eef": "g_mount", "g_l_finger": "left_carriage", "g_r_finger": "right_carriage",
+        renames={"right_hand": "bracelet_mount", "g_gripper_base": "g_base_plate", "g_eef": "g_mount",
+                 "g_l_finger": "left_carriage", "g_r_finger": "right_carriage",
                  "g_l_finger_tip": "left_pad", "g_r_finger_tip": "right_silicone_pad",
                  "g_l_finger_joint": "left_slide", "g_r_finger_joint": "right_slide"},
         fingers={"left_slide", "right_slide"}, tool="g_mount"),
@@ -127,7 +128,8 @@ CASES = {
     "xarm7 + robotiq 140, drivers and followers": dict(
         arm="xarm7", gripper="robotiq_gripper_140", keep_sites=False, pinch_on="g_right_gripper",
         renames={"g_right_gripper": "g_coupling", "g_eef": "g_frame",
-                 "g_left_outer_knuckle": "left_driver", "g_left_inner_finger": "left_follower", "g_left_inner_knuckle": "left_coupler",
+                 "g_left_outer_knuckle": "left_driver", "g_left_inner_finger": "left_follower",
+                 "g_left_inner_knuckle": "left_coupler",
                  "g_right_outer_knuckle": "right_driver", "g_right_inner_finger": "right_follower",
                  "g_right_inner_knuckle": "right_coupler"},
         fingers={"g_finger_joint", "g_left_inner_finger_joint", "g_left_inner_knuckle_joint", "g_right_outer_knuckle_joint",

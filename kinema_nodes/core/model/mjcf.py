@@ -11,8 +11,8 @@ and the compiled tree is then written out as a URDF that says the same thing:
   (a joint's ``ref`` is its zero). MJCF joints have no speed or force limit of their own: a
   joint's ``<limit>`` carries ``velocity`` only where a velocity actuator's control range gives
   one, and ``effort`` only where the joint's ``actuatorfrcrange`` or its actuators' ranges give
-  one; a limit the file does not give is left out (read as "no limit"), never written as 0. A joint anchored away from its body's origin, or a second
-  joint in one body, gets a small helper link ``BODY__JOINT`` so that each body's frame is
+  one; a limit the file does not give is left out (read as "no limit"), never written as 0. A
+  joint anchored away from its body's origin, or a second joint in one body, gets a small helper link ``BODY__JOINT`` so that each body's frame is
   exactly MuJoCo's;
 - equality constraints that couple two joints linearly (grippers) become mimic joints;
 - mesh and primitive geoms become visuals (``contype = conaffinity = 0``) or collisions, with
@@ -365,7 +365,8 @@ def _mimics(mujoco, model, path, w: _Writer, joint_name, notes) -> None:
         pattern = re.compile(r"(<joint name=" + re.escape(quoteattr(name1)) + r" type=\"[a-z]+\">.*?)</joint>")
         for i, text in enumerate(w.joints):
             if pattern.match(text.strip()):
-                w.joints[i] = text[: -len("</joint>")] + f'<mimic joint={quoteattr(root)} multiplier="{multiplier!r}" offset="{offset!r}"/></joint>'
+                mimic = f'<mimic joint={quoteattr(root)} multiplier="{multiplier!r}" offset="{offset!r}"/>'
+                w.joints[i] = text[: -len("</joint>")] + mimic + "</joint>"
                 break
 
 
