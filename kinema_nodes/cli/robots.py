@@ -6,7 +6,7 @@ from .common import emit
 
 
 def add_arguments_robots(parser):
-    """List every robot by name: bundled, example-robot-data, robosuite (when installed)."""
+    """List every robot by name: bundled, example-robot-data, robosuite, robot_descriptions, mujoco-menagerie"""
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -15,7 +15,8 @@ def run_robots(args) -> int:
 
     robots = named_robots()
     payload = {
-        "robots": [{"name": r.name, "source": r.source, "format": r.format, "file": str(r.path)} for r in robots],
+        "robots": [{"name": r.name, "source": r.source, "format": r.format, "file": str(r.path) if r.path else None}
+                   for r in robots],
         "count": len(robots),
     }
     lines = []
@@ -23,7 +24,7 @@ def run_robots(args) -> int:
         group = [r for r in robots if r.source == source]
         lines.append(f"{source} ({len(group)}):")
         width = max(len(r.name) for r in group)
-        lines.extend(f"  {r.name:<{width}}  {r.format:<5} {r.path}" for r in group)
+        lines.extend(f"  {r.name:<{width}}  {r.format:<5} {r.path or '(fetched into its cache on first use)'}" for r in group)
     lines.append("any of these names works wherever a URDF path does (info, fk, solve, import, bake, ...)")
     emit(args, payload, lines)
     return 0

@@ -6,9 +6,18 @@
   (`anymal_b_simple_anymal`).
 - robosuite (when installed; its robot models are MJCF): `robosuite_panda`, `robosuite_sawyer`,
   ... and likewise for the extra models of `robosuite_models`.
+- `robot_descriptions` (when installed): every description by its module name
+  (`ur5e_description`, `panda_mj_description`, ...), listed from the package's own
+  `DESCRIPTIONS` table; the file is its module's `URDF_PATH` (or `MJCF_PATH`), which the package
+  clones into its cache (``~/.cache/robot_descriptions``, ``ROBOT_DESCRIPTIONS_CACHE``) on first use.
+- `mujoco-menagerie` (when installed): every model by its Menagerie name
+  (`franka_emika_panda`, `universal_robots_ur5e`, ...) from `mujoco_menagerie.names()`; the file is
+  its default model's XML, `get(name).xml(default_model)`, which the package downloads into its
+  cache (``MENAGERIE_CACHE_DIR``, or a checkout at ``MENAGERIE_ROOT``) on first use.
 
-Nothing is imported to find them (robosuite's import pulls in a simulator): the folders are
-located through the packages' install locations. `kinema-nodes robots` lists them.
+Listing fetches nothing: robosuite's folders are found through its install location (its import
+pulls in a simulator), and the two libraries list from their tables; a library robot's file is
+fetched only when its name is used. `kinema-nodes robots` lists them.
 """
 
 from __future__ import annotations
@@ -17,9 +26,12 @@ import importlib.util
 import re
 import sys
 import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from ..errors import RobotFileError
 
 #: short name -> path below example-robot-data's `robots/` folder (the names used since the start)
 EXAMPLE_ROBOTS = {
@@ -42,9 +54,57 @@ EXAMPLE_ROBOTS = {
 @dataclass(frozen=True)
 class NamedRobot:
     name: str
-    source: str  # "bundled", "example-robot-data", "robosuite", "robosuite_models"
-    path: Path
+    source: str  # "bundled", "example-robot-data", "robosuite", "robosuite_models", "robot_descriptions", "mujoco-menagerie"
+    path: Path | None  # None: a library fetches the file when the name is first used (`fetch`)
     format: str  # "urdf", "mjcf", "xacro"
+    fetch: Callable[[], Path] | None = None
+
+
+def _robot_descriptions() -> list[NamedRobot]:
+    """Every robot of `robot_descriptions`, from its `DESCRIPTIONS` table (importing a module clones)."""
+    try:
+        from robot_descriptions import DESCRIPTIONS
+    except Exception:  # noqa: BLE001  (not installed, or broken: the other robots still list)
+        return []
+    out = []
+    for name, description in sorted(DESCRIPTIONS.items()):
+        kind = "urdf" if description.has_urdf else "mjcf" if description.has_mjcf else None
+        if kind is not None:
+            out.append(NamedRobot(name, "robot_descriptions", None, kind, _fetch_description(name, kind)))
+    return out
+
+
+def _fetch_description(name: str, kind: str) -> Callable[[], Path]:
+    def fetch() -> Path:
+        import importlib
+
+        try:
+            module = importlib.import_module(f"robot_descriptions.{name}")
+        except Exception as exc:  # noqa: BLE001  (git or the network failed: say which robot and why, in one line)
+            raise RobotFileError(name, f"robot_descriptions could not fetch it: {' '.join(str(exc).split())[:300]}") from None
+        return Path(getattr(module, "URDF_PATH" if kind == "urdf" else "MJCF_PATH"))
+    return fetch
+
+
+def _menagerie() -> list[NamedRobot]:
+    """Every model of `mujoco-menagerie`, from `mujoco_menagerie.names()` (no I/O)."""
+    try:
+        import mujoco_menagerie
+    except Exception:  # noqa: BLE001
+        return []
+    return [NamedRobot(name, "mujoco-menagerie", None, "mjcf", _fetch_menagerie(name)) for name in mujoco_menagerie.names()]
+
+
+def _fetch_menagerie(name: str) -> Callable[[], Path]:
+    def fetch() -> Path:
+        import mujoco_menagerie
+
+        try:
+            robot = mujoco_menagerie.get(name)
+            return Path(robot.xml(robot.default_model))
+        except Exception as exc:  # noqa: BLE001  (download or cache errors: one line)
+            raise RobotFileError(name, f"mujoco-menagerie could not fetch it: {' '.join(str(exc).split())[:300]}") from None
+    return fetch
 
 
 def example_robots_folder() -> Path | None:
@@ -117,12 +177,18 @@ def named_robots() -> tuple[NamedRobot, ...]:
             if name not in taken:
                 out.append(NamedRobot(name, package, path, "mjcf"))
                 taken.add(name)
+    for robot in (*_robot_descriptions(), *_menagerie()):
+        if robot.name not in taken:
+            out.append(robot)
+            taken.add(robot.name)
     return tuple(out)
 
 
 def example_robot(name: str) -> Path | None:
-    """Path of a robot from an installed data package by short name, or None."""
+    """Path of a robot from an installed data package by short name (a library robot is fetched
+    into its library's cache now, if it is not there yet), or None."""
     for robot in named_robots():
         if robot.name == name and robot.source != "bundled":
-            return robot.path if robot.path.is_file() else None
+            path = robot.path if robot.path is not None else robot.fetch()
+            return path if path.is_file() else None
     return None

@@ -8,8 +8,11 @@ and the compiled tree is then written out as a URDF that says the same thing:
   joint; the world body is the root link ``world`` unless exactly one body hangs from it and
   that body has a free joint: then that body is the root (the free joint is the base);
 - hinge and slide joints become revolute/continuous and prismatic joints with MuJoCo's ranges
-  (a joint's ``ref`` is its zero). A joint anchored away from its body's origin, or a second
-  joint in one body, gets a small helper link ``BODY__JOINT`` so that each body's frame is
+  (a joint's ``ref`` is its zero). MJCF joints have no speed or force limit of their own: a
+  joint's ``<limit>`` carries ``velocity`` only where a velocity actuator's control range gives
+  one, and ``effort`` only where the joint's ``actuatorfrcrange`` or its actuators' ranges give
+  one; a limit the file does not give is left out (read as "no limit"), never written as 0. A
+  joint anchored away from its body's origin, or a second joint in one body, gets a small helper link ``BODY__JOINT`` so that each body's frame is
   exactly MuJoCo's;
 - equality constraints that couple two joints linearly (grippers) become mimic joints;
 - mesh and primitive geoms become visuals (``contype = conaffinity = 0``) or collisions, with
@@ -43,6 +46,7 @@ UNLIMITED_SLIDE = 10.0
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
 _PLANE, _HFIELD, _SPHERE, _CAPSULE, _ELLIPSOID, _CYLINDER, _BOX, _MESH = range(8)
 _EQ_JOINT = 2
+_TRN_JOINT, _GAIN_FIXED, _BIAS_NONE, _BIAS_AFFINE = 0, 0, 0, 1
 
 
 def _quat_matrix(q) -> np.ndarray:
@@ -194,6 +198,7 @@ def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
     def has_free(b: int) -> bool:
         return any(int(model.jnt_type[j]) == _FREE for j in range(model.body_jntadr[b], model.body_jntadr[b] + model.body_jntnum[b]))
 
+    speed, effort = _actuator_limits(model)
     link_of: dict[int, str] = {}
     if len(top) == 1 and has_free(top[0]):
         root_body = top[0]
@@ -243,8 +248,12 @@ def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
                     lo, hi = -UNLIMITED_SLIDE, UNLIMITED_SLIDE
                     notes.append(f"slide joint '{joint_name[j]}' has no range; given ±{UNLIMITED_SLIDE:g} m")
             extra = f'<axis xyz="{_numbers(axis)}"/>'
+            rates = "".join(f' {what}="{value!r}"' for what, value in (("effort", effort.get(j)), ("velocity", speed.get(j)))
+                            if value is not None)
             if kind != "continuous":
-                extra += f'<limit lower="{lo!r}" upper="{hi!r}" effort="0" velocity="0"/>'
+                extra += f'<limit lower="{lo!r}" upper="{hi!r}"{rates}/>'
+            elif rates:
+                extra += f"<limit{rates}/>"
             w.joint(joint_name[j], kind, previous, child, origin, extra)
             previous = child
             origin = _transform(-anchor)
@@ -269,6 +278,40 @@ def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
     return w.text(robot_name), notes
 
 
+def _actuator_limits(model) -> tuple[dict[int, float], dict[int, float]]:
+    """(joint -> speed limit, joint -> force limit) from what the MJCF says, in the joint's units.
+
+    A velocity actuator (a servo whose bias is ``-kv * velocity``) takes a target speed: its
+    control range, over its gear, is the joint's speed limit. A force limit is the joint's
+    ``actuatorfrcrange``, else an actuator's ``forcerange``, else a motor's control range times its
+    gear. Joints without any of these are absent: no limit."""
+    speed: dict[int, float] = {}
+    force: dict[int, float] = {}
+    for j in range(model.njnt):
+        if bool(model.jnt_actfrclimited[j]):
+            force[j] = float(np.max(np.abs(model.jnt_actfrcrange[j])))
+    for a in range(model.nu):
+        if int(model.actuator_trntype[a]) != _TRN_JOINT:
+            continue
+        j, gear = int(model.actuator_trnid[a][0]), abs(float(model.actuator_gear[a][0]))
+        if j < 0 or gear == 0:
+            continue
+        reach = float(np.max(np.abs(model.actuator_ctrlrange[a]))) if bool(model.actuator_ctrllimited[a]) else math.inf
+        gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
+        fixed_gain = int(model.actuator_gaintype[a]) == _GAIN_FIXED and float(gain[0]) != 0
+        servo_on_speed = (int(model.actuator_biastype[a]) == _BIAS_AFFINE and float(bias[0]) == 0 and float(bias[1]) == 0
+                          and float(bias[2]) == -float(gain[0]))
+        if fixed_gain and servo_on_speed and math.isfinite(reach) and reach > 0:
+            speed[j] = max(speed.get(j, 0.0), reach / gear)
+        if j in force:
+            continue
+        if bool(model.actuator_forcelimited[a]):
+            force[j] = float(np.max(np.abs(model.actuator_forcerange[a]))) * gear
+        elif fixed_gain and int(model.actuator_biastype[a]) == _BIAS_NONE and math.isfinite(reach) and reach > 0:
+            force[j] = reach * abs(float(gain[0])) * gear
+    return {j: v for j, v in speed.items() if v > 0}, {j: v for j, v in force.items() if v > 0}
+
+
 def _model_name(path: Path) -> str | None:
     try:
         head = path.read_bytes()[:4096]
@@ -279,8 +322,12 @@ def _model_name(path: Path) -> str | None:
 
 
 def _mimics(mujoco, model, path, w: _Writer, joint_name, notes) -> None:
-    """Equality constraints on joints, as mimic joints (only linear couplings)."""
-    mimic_of: dict[str, str] = {}
+    """Equality constraints on joints, as mimic joints (only linear couplings).
+
+    A joint may follow one that itself follows another (MuJoCo compiles such chains); a URDF
+    mimic names an actuated joint, so each chain is resolved to its root joint, the offsets and
+    multipliers composed: ``q1 = a + b q2`` and ``q2 = c + d q3`` give ``q1 = (a + b c) + b d q3``."""
+    follows: dict[str, tuple[str, float, float]] = {}  # joint -> (the joint it follows, offset, multiplier)
     for e in range(model.neq):
         if int(model.eq_type[e]) != _EQ_JOINT:
             continue
@@ -296,14 +343,32 @@ def _mimics(mujoco, model, path, w: _Writer, joint_name, notes) -> None:
             notes.append(f"equality couples '{joint_name[j1]}' to '{joint_name[j2]}' by a polynomial; not a mimic, left free")
             continue
         name1, name2 = joint_name[j1], joint_name[j2]
-        if name1 in mimic_of or name2 in mimic_of:
+        if name1 in follows:
             notes.append(f"second equality on joint '{name1}' left out")
             continue
-        mimic_of[name1] = name2
+        leader = name2
+        while leader in follows and leader != name1:
+            leader = follows[leader][0]
+        if leader == name1:
+            notes.append(f"equality of '{name1}' on '{name2}' closes a loop of couplings; left out")
+            continue
+        follows[name1] = (name2, coef[0], coef[1])
+
+    for name1, (name2, offset, multiplier) in follows.items():
+        root, path_names = name2, [name1, name2]
+        while root in follows:
+            step_leader, step_offset, step_multiplier = follows[root]
+            offset, multiplier = offset + multiplier * step_offset, multiplier * step_multiplier
+            root = step_leader
+            path_names.append(root)
+        if len(path_names) > 2:
+            notes.append(f"joint '{name1}' follows " + ", which follows ".join(f"'{n}'" for n in path_names[1:])
+                         + f": a mimic of '{root}'")
         pattern = re.compile(r"(<joint name=" + re.escape(quoteattr(name1)) + r" type=\"[a-z]+\">.*?)</joint>")
         for i, text in enumerate(w.joints):
             if pattern.match(text.strip()):
-                w.joints[i] = text[: -len("</joint>")] + f'<mimic joint={quoteattr(name2)} multiplier="{coef[1]!r}" offset="{coef[0]!r}"/></joint>'
+                mimic = f'<mimic joint={quoteattr(root)} multiplier="{multiplier!r}" offset="{offset!r}"/>'
+                w.joints[i] = text[: -len("</joint>")] + mimic + "</joint>"
                 break
 
 

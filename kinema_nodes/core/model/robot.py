@@ -141,7 +141,10 @@ class RobotModel:
 
     @cached_property
     def velocity_limits(self) -> np.ndarray:
-        return np.array([j.velocity for j in self.actuated_joints], dtype=float)
+        """Per actuated joint, its speed limit; inf where there is none. A URDF's ``velocity="0"``
+        (the attribute is required, so files without a limit write 0) is no limit, as in Check Limits."""
+        speeds = np.array([j.velocity for j in self.actuated_joints], dtype=float)
+        return np.where(speeds > 0, speeds, np.inf)
 
     @cached_property
     def is_continuous(self) -> np.ndarray:
@@ -277,8 +280,8 @@ class RobotModel:
 
 
 _TOOL_WORDS = (
-    (re.compile(r"tcp"), 0),
-    (re.compile(r"grasp"), 1),
+    (re.compile(r"tcp|pinch"), 0),
+    (re.compile(r"grasp|grip(?!per)"), 1),
     (re.compile(r"tool"), 2),
     (re.compile(r"(^|[_\-])(ee|eef|end_?effector|ee_link)([_\-]|$)|end_?effector"), 3),
     (re.compile(r"flange"), 4),
@@ -287,6 +290,43 @@ _TOOL_WORDS = (
 _HAND_WORDS = re.compile(r"hand(?!le)|gripper|palm")
 #: A link that moves inside a hand.
 _FINGER_WORDS = re.compile(r"finger|jaw|thumb|knuckle|phalan")
+#: A joint of the arm's wrist: never a gripper joint, whatever the link it turns is called.
+_WRIST_WORDS = re.compile(r"wrist")
+#: A part of a finger that is never the tool (a pad, a fingertip: "fingertip" has "finger").
+_PAD_WORDS = re.compile(r"(^|[^a-z])pads?([^a-z]|$)|silicone")
+#: Most movable joints one finger has (a robot hand's thumb has four); a longer branch is a limb.
+FINGER_JOINTS = 4
+#: Fewest joints above a hand: an arm has three or more (a neck carrying two sensors has fewer).
+ARM_JOINTS = 3
+
+
+def _below(robot: RobotModel) -> dict[str, list[Joint]]:
+    """Link -> the movable joints in the tree below it (one pass, from the tips up)."""
+    below: dict[str, list[Joint]] = {link: [] for link in robot.links}
+    for joint in reversed(robot.joints):  # tree order reversed: a child link is done before its parent
+        below[joint.parent] = below[joint.parent] + ([joint] if joint.is_movable else []) + below[joint.child]
+    return below
+
+
+def _structural_fingers(robot: RobotModel, below: dict[str, list[Joint]]) -> set[str]:
+    """Joints of fingers found by the tree's shape, whatever they are called: two or more short
+    branches (at most `FINGER_JOINTS` joints each, none continuous) hanging from one link that an
+    arm moves (`ARM_JOINTS` or more joints above it), and nothing else movable hanging from it.
+    Legs from a trunk, wheels (continuous), a torso carrying arms and a head's sensors are not fingers."""
+    source = {j.name: (j.mimic.joint if j.mimic else j.name) for j in robot.joints}
+    hanging: dict[str, list[Joint]] = {}
+    for joint in robot.joints:
+        if joint.is_movable:
+            hanging.setdefault(joint.parent, []).append(joint)
+    found: set[str] = set()
+    for link, joints in hanging.items():
+        if len(joints) < 2 or robot.chain_facts(link)[1] < ARM_JOINTS:
+            continue
+        branches = [[joint, *below[joint.child]] for joint in joints]
+        if all(len({source[j.name] for j in branch}) <= FINGER_JOINTS and all(j.type != "continuous" for j in branch)
+               for branch in branches):
+            found.update(source[j.name] for branch in branches for j in branch)
+    return found
 
 
 def gripper_joint_names(robot: RobotModel) -> frozenset[str]:
@@ -294,31 +334,45 @@ def gripper_joint_names(robot: RobotModel) -> frozenset[str]:
 
     A movable joint is a gripper joint when it hangs below a hand link (a link other than the
     root whose name says hand, gripper or palm, among its own parent link and the links above
-    it) or when the link it moves is a finger or jaw (finger, jaw, thumb, knuckle, phalanx). A
-    mimic joint makes its source a gripper joint when it is one. A robot that is nothing but a
-    hand (every movable joint would be a gripper joint) has none: there is no arm to hold it for.
+    it), when it is in a finger by the tree's shape (`_structural_fingers`: fingers called
+    driver, follower or carriage count), or when the link it moves is named as a finger or jaw
+    (finger, jaw, thumb, knuckle, phalanx) and no other gripper joint lies below it: a hobby
+    arm's wrist that turns its fixed jaw (the moving jaw hangs from it) is the arm's, and so is
+    any joint named wrist (a humanoid's wrist turns links called hand). A mimic
+    joint makes its source a gripper joint when it is one. A robot that is nothing but a hand
+    (every movable joint would be a gripper joint) has none: there is no arm to hold it for.
     """
     below_hand: dict[str, bool] = {robot.root_link: False}
     for joint in robot.joints:  # tree order: a parent link is seen before its children
         parent_is_hand = joint.parent != robot.root_link and bool(_HAND_WORDS.search(joint.parent.lower()))
         below_hand[joint.child] = below_hand.get(joint.parent, False) or parent_is_hand
-    found = set()
+    below = _below(robot)
     movable = [j for j in robot.joints if j.is_movable]
-    for joint in movable:
-        if below_hand[joint.parent] or joint.parent != robot.root_link and _HAND_WORDS.search(joint.parent.lower()) \
-                or _FINGER_WORDS.search(joint.child.lower()):
-            found.add(joint.mimic.joint if joint.mimic else joint.name)
-    if movable and len(found) >= len({j.mimic.joint if j.mimic else j.name for j in movable}):
+    source = {j.name: (j.mimic.joint if j.mimic else j.name) for j in movable}
+    found = {source[j.name] for j in movable if below_hand[j.child]} | _structural_fingers(robot, below)
+    named = {j.name for j in movable if _FINGER_WORDS.search(j.child.lower())}
+    if movable and len(found | {source[n] for n in named}) >= len(set(source.values())):
         return frozenset()
-    return frozenset(found)
+    for joint in movable:
+        if joint.name in named and source[joint.name] not in found:
+            if not any(j.name in named or source[j.name] in found for j in below[joint.child]):
+                found.add(source[joint.name])
+    return frozenset(name for name in found if not _WRIST_WORDS.search(name.lower()))
 
 
 def is_gripper_part(robot: RobotModel, link: str) -> bool:
-    """A link that a gripper joint moves, or named as a finger or jaw."""
-    if _FINGER_WORDS.search(link.lower()):
+    """A link that a gripper joint moves, or named as a finger, jaw or pad (unless the gripper
+    hangs from it and none of its joints moves it: a hobby arm's fixed jaw carries the moving one)."""
+    moved = _moved_by(robot, robot.gripper_joints)
+    if moved[link] > 0:
         return True
-    grippers = robot.gripper_joints
-    return _moved_by(robot, grippers)[link] > 0
+    lowered = link.lower()
+    if _PAD_WORDS.search(lowered):
+        return True
+    if not _FINGER_WORDS.search(lowered):
+        return False
+    return not any(j.name in robot.gripper_joints or (j.mimic and j.mimic.joint in robot.gripper_joints)
+                   for j in _below(robot)[link])
 
 
 def _moved_by(robot: RobotModel, names: frozenset[str]) -> dict[str, int]:
@@ -371,7 +425,10 @@ def default_tool_point(robot: RobotModel) -> str:
         hands = [link for link in allowed if link != robot.root_link and _HAND_WORDS.search(link.lower())]
         if hands:
             return min(hands, key=rank)
-    tips = [link for link in robot.leaf_links if link not in parts] or robot.leaf_links
+    # the ends of the tree once the fingers are taken off: a hand whose fingers are all it carries is one
+    carries_more = {j.parent for j in robot.joints if j.child not in parts}
+    ends = [link for link in robot.links if link not in parts and link not in carries_more] if grippers else []
+    tips = ends or [link for link in robot.leaf_links if link not in parts] or robot.leaf_links
     return min(tips, key=rank)
 
 

@@ -188,14 +188,32 @@ class Layout:
         ]).astype(np.float32)
 
 
+#: The speed PyRoki is told for a joint without one (it refuses such joints; the solver never
+#: reads PyRoki's speed limits, and "no limit" stays no limit everywhere else).
+_NO_SPEED_LIMIT = 1.0e9
+
+
 def _pyroki_robot(robot):
     """PyRoki's Robot for our RobotModel. A shallow copy of the yourdfpy object gets the base
-    link yourdfpy leaves unset when loaded without a scene graph (PyRoki's sort needs it)."""
+    link yourdfpy leaves unset when loaded without a scene graph (PyRoki's sort needs it), and
+    copies of the movable joints that have no speed limit (an MJCF's, a continuous joint without
+    ``<limit>``) get `_NO_SPEED_LIMIT`, since PyRoki's parser refuses them."""
     import pyroki
+    import yourdfpy
 
     urdf = copy.copy(robot.urdf)
     if getattr(urdf, "_base_link", None) is None:
         urdf._base_link = robot.root_link
+    given = {}
+    for name, joint in urdf.joint_map.items():
+        if joint.type != "fixed" and (joint.limit is None or joint.limit.velocity is None):
+            limit = copy.copy(joint.limit) if joint.limit is not None else yourdfpy.Limit()
+            limit.velocity = _NO_SPEED_LIMIT
+            given[name] = copy.copy(joint)
+            given[name].limit = limit
+    if given:
+        urdf._joint_map = {name: given.get(name, joint) for name, joint in urdf.joint_map.items()}
+        urdf._actuated_joints = [given.get(joint.name, joint) for joint in urdf._actuated_joints]
     return pyroki.Robot.from_urdf(urdf)
 
 
