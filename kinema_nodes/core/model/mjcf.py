@@ -93,7 +93,7 @@ def _compile(path: Path):
         import mujoco
     except ImportError:
         raise RobotFileError(path, "is a MuJoCo model (MJCF); reading it needs the 'mujoco' package (pip install mujoco)") from None
-    from .robot import read_robot_file
+    from .file_checks import read_robot_file
 
     data = read_robot_file(path, MAX_MJCF_BYTES, "MJCF")
     if _ENTITY_OR_DOCTYPE.search(data):
