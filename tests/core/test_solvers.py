@@ -264,7 +264,7 @@ def test_pyroki_joint_order_matches_our_forward_kinematics(robots):
     """PyRoki orders joints its own way; a wrong mapping would show as a pose mismatch."""
     import jax.numpy as jnp
 
-    from kinema_nodes.core.solve._pyroki_backend import _pyroki_robot
+    from kinema_nodes.core.solve._pyroki_program import _pyroki_robot
 
     for name, link in (("panda", "panda_hand"), ("rail_arm6", "tool_tcp"), ("arm7", "fingertip_tcp")):
         robot = robots(name)
