@@ -229,7 +229,7 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
         controls[target.node] = control_pose(node, rig)
         links[target.node] = node.link_at_frame(step.robot)
     values = {}
-    for name in step.passthrough:
+    for name in step.after_solver:
         stage = node_by_path(tree, name)
         if hasattr(stage, "frame_values"):
             values[name] = stage.frame_values()
@@ -361,7 +361,7 @@ def _run_step(tree, key, program, step, solver, rig, frame, force, was_dirty, va
 
     inputs = frame_inputs(tree, program, step, frame)
     for name, extra in (values or {}).items():
-        if name in step.passthrough:
+        if name in step.after_solver:
             inputs.values[name] = {**inputs.values.get(name, {}), **extra}
     fingerprint = _fingerprint(inputs, program, step)
     if not force and not was_dirty and _last_inputs.get((key, step.node)) == fingerprint:
@@ -451,7 +451,7 @@ def _same_lean(new, old) -> bool:
 
 
 def _make_lean(tree, step):
-    if step.passthrough or step.options.avoid is not None or step.backend == "off":
+    if step.after_solver or step.options.avoid is not None or step.backend == "off":
         return None
     if any(t.link_source for t in step.targets) or any(SEPARATOR in t.node for t in (step, *step.targets)):
         return None

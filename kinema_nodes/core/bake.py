@@ -333,7 +333,7 @@ def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInput
         return f"the {step.backend} backend solves frame by frame"
     if step.options.avoid is not None:
         return "collision avoidance solves frame by frame"
-    if any(stage_function(program.spec.node(name).kind) is not None for name in step.passthrough):
+    if any(stage_function(program.spec.node(name).kind) is not None for name in step.after_solver):
         return "a node after the solver changes each frame's answer"
     for frame_input in inputs:
         for target in step.targets:
