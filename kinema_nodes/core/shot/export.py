@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import KinemaError
-from .files import TEMP_PREFIX, OutputError, atomic_write, check_output_path, write_text
-from .stages.limits import LimitReport, Limits, derivatives
+from ..errors import KinemaError
+from ..files import TEMP_PREFIX, OutputError, atomic_write, check_output_path, write_text
+from .limits import LimitReport, Limits, derivatives
 
 FORMATS = ("csv", "json", "ros2", "mujoco")
 #: The topic a rosbag2 export uses unless told otherwise.

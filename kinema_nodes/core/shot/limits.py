@@ -18,7 +18,7 @@ last frames are neither dropped nor given a made-up spike by assuming the robot 
 outside the shot. One frame moved too far shows as a velocity violation on that joint at that
 frame and nowhere else.
 
-The default only flags; nothing here ever changes the motion (`core.retime` does, on request).
+The default only flags; nothing here ever changes the motion (`core.shot.retime` does, on request).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def step_velocity(joints: np.ndarray, fps: float, frames: np.ndarray | None = No
     divided by the step's length in frames when `frames` (the frame numbers) are given, so a bake
     over a range with gaps is not read as faster than it is. The one velocity formula that
     `derivatives` (the limit check, which reads every frame of its range, so no gaps) and
-    `core.bake.check_bake` (the too-fast flag, with its frame numbers) both use."""
+    `core.shot.bake.check_bake` (the too-fast flag, with its frame numbers) both use."""
     q = np.asarray(joints, dtype=float)
     velocity = np.diff(q, axis=0) * fps
     if frames is not None:
