@@ -12,12 +12,16 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import RobotFileError, UnknownNameError
 from .mesh_paths import MeshRef, mesh_refs
 from .packages import PackageSearchPath
+
+if TYPE_CHECKING:
+    import yourdfpy
 
 #: Joint types we move. floating/planar are legal URDF but have no place in an arm's chain;
 #: they are kept rigid at their origin (and reported in `RobotModel.notes`).
@@ -68,7 +72,7 @@ class RobotModel:
     root_link: str
     meshes: list[MeshRef] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    urdf: object = None  # the yourdfpy.URDF it came from, for geometry and materials
+    urdf: yourdfpy.URDF | None = None  # what it came from, for geometry and materials
     file_order: list[str] | None = None  # joint names as the file lists them
     urdf_text: str = ""  # the URDF it was built from (a xacro's expansion, an MJCF's conversion)
     source_format: str = "urdf"  # what the file was: "urdf", "xacro" or "mjcf"

@@ -25,10 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import KinemaError
+
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
 
 #: The three kinds of limit, in the order reports list them.
 KINDS = ("velocity", "acceleration", "jerk")
@@ -95,7 +99,7 @@ def _per_joint(names: Sequence[str], everyone: float | None, per_joint: Mapping[
     return values
 
 
-def limits_for(robot, *, max_acceleration: float | None = None, max_jerk: float | None = None,
+def limits_for(robot: RobotModel, *, max_acceleration: float | None = None, max_jerk: float | None = None,
                acceleration: Mapping[str, float] | None = None, jerk: Mapping[str, float] | None = None,
                velocity_scale: float = 1.0, margin_percent: float = 0.0) -> Limits:
     """The limits of `robot`'s actuated joints: velocity from its URDF (times `velocity_scale`),

@@ -8,6 +8,7 @@ build (`_warming`) joined. The programs this process holds live in `_compiled_st
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,13 +17,18 @@ from ._pyroki_program import CompiledSolver, Layout, export_path, jax_available,
 from ._warming import forget_failures
 from ._warming import solver_for as built
 
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
+    from ._chain import ChainProblem
+    from ._types import SolveOptions, TargetArrays
+
 __all__ = [
-    "SCAN_CHUNK", "CompiledSolver", "Layout", "clear_solvers", "export_path", "jax_available", "jax_present", "loaded_solver_keys",
-    "pyroki_available", "scan_frames", "set_lru_size", "solve_pyroki", "solver_for", "warm_up_pyroki",
+    "SCAN_CHUNK", "CompiledSolver", "Layout", "clear_solvers", "export_path", "jax_available", "jax_present",
+    "loaded_solver_keys", "pyroki_available", "scan_frames", "set_lru_size", "solve_pyroki", "solver_for", "warm_up_pyroki",
 ]
 
 
-def solver_for(robot, links: tuple[str, ...]) -> CompiledSolver:
+def solver_for(robot: RobotModel, links: tuple[str, ...]) -> CompiledSolver:
     """The compiled program, waiting for it (built here, or a background build joined: one
     build per key, see `_warming`)."""
     return built(robot, links)
@@ -34,7 +40,8 @@ def clear_solvers() -> None:
     forget_failures()
 
 
-def solve_pyroki(robot, problem, start: np.ndarray, targets, options, t0: float):
+def solve_pyroki(robot: RobotModel, problem: ChainProblem, start: np.ndarray, targets: TargetArrays, options: SolveOptions,
+                 t0: float):
     """Same contract as `solve_numpy`: (q, errors-unused, iterations, converged, over_budget)."""
     solver = solver_for(robot, targets.links)
     solver.compile()
@@ -65,7 +72,7 @@ def solve_pyroki(robot, problem, start: np.ndarray, targets, options, t0: float)
             return best[1], total, False, over
 
 
-def warm_up_pyroki(robot, links: tuple[str, ...]) -> CompiledSolver:
+def warm_up_pyroki(robot: RobotModel, links: tuple[str, ...]) -> CompiledSolver:
     solver = solver_for(robot, links)
     solver.compile()
     return solver
@@ -121,7 +128,8 @@ def _scan_of(compiled: CompiledSolver, robot):
     return compiled._scan
 
 
-def scan_frames(robot, problem, start: np.ndarray, positions: np.ndarray, wxyz: np.ndarray, weights: np.ndarray, options):
+def scan_frames(robot: RobotModel, problem: ChainProblem, start: np.ndarray, positions: np.ndarray, wxyz: np.ndarray,
+                weights: np.ndarray, options: SolveOptions):
     """Raw answers for up to SCAN_CHUNK frames aiming at `problem.links`, each frame seeded from
     the one before (float32): ((F, n) configurations, (F,) iterations). No contract applied:
     `solve_many` does that frame by frame, exactly as `solve` does."""

@@ -25,9 +25,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ._compiled_store import keep, loaded_solver_keys, ready
 from ._pyroki_program import CompiledSolver, Layout, export_path
+
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
 
 #: Seconds a build is said to take before this machine has timed one (a fresh compile, and a
 #: load from the export file and JAX cache).
@@ -135,7 +139,7 @@ def remove_listener(callback) -> None:
         _listeners.remove(callback)
 
 
-def pyroki_state(robot, links: tuple[str, ...]) -> tuple[str, object]:
+def pyroki_state(robot: RobotModel, links: tuple[str, ...]) -> tuple[str, object]:
     """Never waits. ("ready", solver), ("compiling", build: its `compiling_reason`), or
     ("failed", exception). Starts the build in the worker thread when none is in flight."""
     key = (robot.fingerprint, links)
@@ -161,7 +165,7 @@ def pyroki_state(robot, links: tuple[str, ...]) -> tuple[str, object]:
         return "compiling", build
 
 
-def solver_for(robot, links: tuple[str, ...]):
+def solver_for(robot: RobotModel, links: tuple[str, ...]) -> CompiledSolver:
     """The compiled program for (robot, links), waiting for it: built here, or the build in
     flight joined. Raises the build's exception (the same one each time, once failed)."""
     key = (robot.fingerprint, links)
