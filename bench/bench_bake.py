@@ -124,7 +124,7 @@ def in_process(frames: int, backends: list[str]) -> dict:
 
 
 def cli_run(frames: int, solver: str, folder: Path) -> dict:
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
 
     robot = load_robot("panda", check_meshes=False)
     start, path = smooth_path(robot, frames)

@@ -35,7 +35,7 @@ from fcl_check import FclChecker  # noqa: E402
 from results_file import write_section  # noqa: E402
 
 from kinema_nodes.core.model.kinematics import link_pose  # noqa: E402
-from kinema_nodes.core.model.robot import load_robot  # noqa: E402
+from kinema_nodes.core.model.loading import load_robot  # noqa: E402
 from kinema_nodes.core.model.rotations import matrix_to_quaternion  # noqa: E402
 from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_status, solve  # noqa: E402
 from kinema_nodes.core.collision import Avoid, Box, Capsule, World  # noqa: E402

@@ -64,7 +64,7 @@ def bench_ur5(n: int, seed: int) -> dict:
     from ur_analytic import UrOracle
 
     from kinema_nodes.core.stages.configurations import find_configurations, same_branch
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.solve import SolveOptions
 
     robot = load_robot("ur5")
@@ -101,7 +101,7 @@ def bench_ur5(n: int, seed: int) -> dict:
 
 def bench_panda(n: int, seed: int, wide: int = 0) -> dict:
     from kinema_nodes.core.stages.configurations import find_configurations
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.solve import SolveOptions
 
     robot = load_robot("panda")
@@ -137,7 +137,7 @@ def bench_independent(n: int, seed: int, poses: int, seeds: int) -> dict:
     from scipy.spatial.transform import Rotation
 
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.solve import SolveOptions
     from kinema_nodes.core.stages.configurations import find_configurations, same_branch
     from kinema_nodes.core.stages.swivel import swivel_angle
@@ -192,7 +192,7 @@ def _uptime() -> str:
 
 
 def bench_sweep(sweeps: int, seed: int) -> dict:
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.solve import SolveOptions
     from kinema_nodes.core.stages.swivel import set_swivel, swivel_angle, wrap
 

@@ -5,9 +5,9 @@ A 10,000-frame shot of the xArm7 (7 joints, example-robot-data) keyed the way a 
 
 - check: `blender.limits.check_rig` — read the joint curves on every frame, velocity /
   acceleration / jerk against their limits, timeline markers, the panel's table (target <= 1 s);
-- export: `rig_trajectory` + `core.export.export`, per format (csv, json, ros2 bag + YAML,
+- export: `rig_trajectory` + `core.shot.export.export`, per format (csv, json, ros2 bag + YAML,
   mujoco .npz for a MuJoCo model compiled from the same URDF) (target <= 1 s each);
-- retime: `core.retime.retime` (TOPP-RA), and writing the retimed copy of the action (target <= 5 s).
+- retime: `core.shot.retime.retime` (TOPP-RA), and writing the retimed copy of the action (target <= 5 s).
 
 Each is timed `--repeat` times; the table shows the median and the slowest. Also one
 `kinema-nodes export` in a fresh process (bpy start-up included), for scale.
@@ -86,9 +86,9 @@ def main() -> None:
     from kinema_nodes.blender.build import import_urdf
     from kinema_nodes.blender.limits import check_rig, retime_rig, rig_trajectory
     from kinema_nodes.blender.rig import robot_for_rig
-    from kinema_nodes.core.export import export
-    from kinema_nodes.core.retime import retime
-    from kinema_nodes.core.stages.limits import check_limits
+    from kinema_nodes.core.shot.export import export
+    from kinema_nodes.core.shot.retime import retime
+    from kinema_nodes.core.shot.limits import check_limits
 
     kinema_nodes.register()
     bpy.ops.wm.read_homefile(use_empty=True)

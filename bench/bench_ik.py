@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kinema_nodes.core.model.kinematics import link_pose  # noqa: E402
-from kinema_nodes.core.model.robot import load_robot  # noqa: E402
+from kinema_nodes.core.model.loading import load_robot  # noqa: E402
 from kinema_nodes.core.model.rotations import quaternion_to_matrix, rotation_angle_between  # noqa: E402
 from kinema_nodes.core.solve._bench import PRACTICAL, STRICT, cold_cases, run_benchmark  # noqa: E402
 
@@ -185,7 +185,7 @@ def bench_raw_pyroki(robot, link, n, seed) -> dict:
 FIRST_SOLVE = """
 import time
 t0 = time.perf_counter()
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.solve import IKTarget, solve
 robot = load_robot({name!r}, check_meshes=False)
 t1 = time.perf_counter()
@@ -244,7 +244,7 @@ KERNEL_FIRST = """
 import sys, time
 t0 = time.perf_counter()
 import numpy as np
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion
 from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_status, solve

@@ -50,7 +50,7 @@ SOURCE = Path(os.environ.get("KINEMA_SOURCE", ROOT)).resolve()
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(SOURCE))
 
-from kinema_nodes.core.model.robot import load_robot  # noqa: E402
+from kinema_nodes.core.model.loading import load_robot  # noqa: E402
 from kinema_nodes.core.solve._bench import cold_cases, tracking_cases  # noqa: E402
 
 ROBOTS = (("panda", "panda_hand"), ("ur5", "tool0"), ("xarm7", "link_eef"), ("kinova", "j2s6s200_end_effector"))

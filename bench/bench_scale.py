@@ -64,7 +64,7 @@ def kinema(*args) -> dict:
 
 def write_shots(folder: Path, count: int) -> Path:
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.model.rotations import matrix_to_quaternion
 
     robot = load_robot("arm6")

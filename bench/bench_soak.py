@@ -45,7 +45,7 @@ def main() -> int:
 
     import kinema_nodes
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.solve._pyroki_backend import _solvers
+    from kinema_nodes.core.solve._compiled_store import _solvers
     from kinema_nodes.blender.edit import add_ik_target, key_target_link
     from kinema_nodes.blender.build import import_urdf
     from kinema_nodes.blender.rig import robot_for_rig, write_joint_values

@@ -2,7 +2,7 @@
 //
 // Kinema Nodes shot batch as a Flamenco job type: one Flamenco task per shot, each running
 // `kinema-nodes bake` with that shot's arguments (the same arguments `kinema-nodes batch`
-// gives it; see kinema_nodes/core/batch.py, Shot.bake_arguments).
+// gives it; see kinema_nodes/core/shot/batch.py, Shot.bake_arguments).
 //
 // A shot that bakes but has flagged frames exits 3, so Flamenco marks its task failed: the
 // shot is on disk and its flags are in the task log; requeue it or accept it.

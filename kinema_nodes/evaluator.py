@@ -187,7 +187,7 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
         controls[target.node] = control_pose(node, rig)
         links[target.node] = node.link_at_frame(step.robot)
     values = {}
-    for name in step.passthrough:
+    for name in step.after_solver:
         stage = node_by_path(tree, name)
         if hasattr(stage, "frame_values"):
             values[name] = stage.frame_values()
@@ -303,7 +303,7 @@ def _run_step(tree, state: TreeState, program, step, solver, rig, frame, force, 
 
     inputs = frame_inputs(tree, program, step, frame)
     for name, extra in (values or {}).items():
-        if name in step.passthrough:
+        if name in step.after_solver:
             inputs.values[name] = {**inputs.values.get(name, {}), **extra}
     fingerprint = _fingerprint(inputs, program, step)
     if not force and not was_dirty and state.last_inputs.get(step.node) == fingerprint:
@@ -478,7 +478,7 @@ def _fast_frame(tree, state: TreeState, program: Program, step, was_dirty: bool)
 
 
 def _make_fast_frame(tree, step) -> FastFrame | None:
-    if step.passthrough or step.options.avoid is not None or step.backend == "off":
+    if step.after_solver or step.options.avoid is not None or step.backend == "off":
         return None
     if any(t.link_source for t in step.targets) or any(SEPARATOR in t.node for t in (step, *step.targets)):
         return None

@@ -110,7 +110,7 @@ MARKER_PLATFORM = {
 ROOTS = {
     "core": ["yourdfpy", "lxml", "trimesh", "pycollada", "scipy"],
     "solver": ["jax", "jaxlib", "ml-dtypes", "almond-pyroki", "almond-jaxls", "jaxlie", "flatbuffers"],
-    # The compiled IK kernel (core/solve/_kernel.py); optional at run time (plain NumPy form).
+    # The compiled IK kernel (core/solve/_kernel_maths.py, built by _kernel.py); optional at run time (plain NumPy form).
     # Intel macOS gets numba 0.62.1, the last release with wheels there.
     "kernel": ["numba"],
     # Robots from more formats (issue 16), imported only for such files: .xacro (the ROS xacro,

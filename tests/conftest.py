@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kinema_nodes.core.model.example_robots import example_robot
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 
 #: Real robots used across the suite: an arm with a gripper (prismatic + mimic), two 6-axis
 #: arms, a 7-axis arm, and two humanoids.

@@ -1,4 +1,4 @@
-"""Bake a Kinema tree's solvers to keyframes: the glue between Blender and `core.bake`.
+"""Bake a Kinema tree's solvers to keyframes: the glue between Blender and `core.shot.bake`.
 
 A bake runs in three phases, and only the last one touches the rig's animation:
 
@@ -7,7 +7,7 @@ A bake runs in three phases, and only the last one touches the rig's animation:
    way of animating a control correct (keys, constraints, parents, drivers, a keyed hand-off);
    measured at ~0.33 ms a frame for a Panda rig, so evaluating F-curves by hand would save
    little and get constraints wrong. Live IK is paused meanwhile so frame_set does not solve.
-2. solve — `core.bake.solve_frames`: the evaluator's Program, frame after frame, warm-started.
+2. solve — `core.shot.bake.solve_frames`: the evaluator's Program, frame after frame, warm-started.
 3. write — keys for every joint active anywhere in the range, in bulk (`keyframe_points.add` +
    `foreach_set`) into the rig's action (Blender 5 slotted actions; 4.5's too), replacing keys
    inside the range and leaving the rest; timeline markers on flagged frames.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import evaluator
-from ..core.bake import BATCH_CHUNK, BakeReport, BakeSolution, batch_reason, check_bake, solve_frames, solve_frames_batched
+from ..core.shot.bake import BATCH_CHUNK, BakeReport, BakeSolution, batch_reason, check_bake, solve_frames, solve_frames_batched
 from ..core.errors import KinemaError
 from .animation import pose_bone_path
 from ..core.graph.registry import kind_of

@@ -23,7 +23,8 @@ from ..core.errors import RobotFileError
 from ..core.model.bones import bone_head_tail_roll, default_bone_length
 from ..core.model.kinematics import link_poses
 from ..core.model.meshes import MeshArrays, load_mesh, srgb_to_linear
-from ..core.model.robot import RobotModel, load_robot
+from ..core.model.loading import load_robot
+from ..core.model.robot import RobotModel
 
 #: Longest name Blender keeps for a bone or object (bytes); a longer link name would be cut.
 MAX_NAME_BYTES = 63

@@ -1,8 +1,8 @@
-"""Limits on the timeline, retimed copies and exports: the Blender half of `core.stages.limits`,
-`core.retime` and `core.export`.
+"""Limits on the timeline, retimed copies and exports: the Blender half of `core.shot.limits`,
+`core.shot.retime` and `core.shot.export`.
 
 It only translates: the baked joint curves of a rig become a (frames, joints) array, the
-rig's limit settings become a `core.stages.limits.Limits`, and results come back as timeline
+rig's limit settings become a `core.shot.limits.Limits`, and results come back as timeline
 markers, a table the Bake section shows, and (on request only) a retimed *copy* of the rig's
 action. Nothing here changes the original animation.
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.errors import KinemaError, UnknownNameError
 from .animation import pose_bone_path
-from ..core.stages.limits import KINDS, LimitReport, Limits, check_limits, limits_for
+from ..core.shot.limits import KINDS, LimitReport, Limits, check_limits, limits_for
 
 #: Markers the limits check places (the bake's own flags use "Kinema: ").
 MARKER_PREFIX = "Kinema limit: "
@@ -300,7 +300,7 @@ def _matching_slot(action, slot):
 def retime_rig(rig, scene=None, frames: tuple[int, int] | None = None, *, assign: bool = True, **overrides):
     """Retime the rig's baked shot under its velocity and acceleration limits; writes a retimed
     copy of the action. Returns (RetimeResult, new action)."""
-    from ..core.retime import retime
+    from ..core.shot.retime import retime
     from .baking import scene_fps
     from .rig import robot_for_rig
 
@@ -322,8 +322,8 @@ def retime_rig(rig, scene=None, frames: tuple[int, int] | None = None, *, assign
 # ---- exports ----------------------------------------------------------------------------------------
 
 def rig_trajectory(rig, scene=None, frames: tuple[int, int] | None = None, **overrides):
-    """The rig's baked shot as a `core.export.Trajectory`, with its limits checked."""
-    from ..core.export import trajectory_for
+    """The rig's baked shot as a `core.shot.export.Trajectory`, with its limits checked."""
+    from ..core.shot.export import trajectory_for
     from .baking import scene_fps
     from .rig import robot_for_rig
 

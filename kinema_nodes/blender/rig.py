@@ -35,7 +35,8 @@ import numpy as np
 from ..core.errors import KinemaError
 from ..core.lru import LRU
 from ..core.model.bones import bone_channel
-from ..core.model.robot import Joint, RobotModel, robot_from_urdf_text
+from ..core.model.loading import robot_from_urdf_text
+from ..core.model.robot import Joint, RobotModel
 
 #: A skew slide lives in the custom property SLIDE_KEY. Rigs imported before the cycle fix kept it
 #: in a registered property of the same name, whose data path is OLD_SLIDE (`upgrade_slides` moves them).

@@ -264,7 +264,7 @@ def check_csv_links(csv_path, urdf: str, track: TargetTrack) -> None:
     """Every name in the CSV's link column is a link of the robot, checked before Blender starts;
     an unknown one is named with its line and column."""
     from ..core.errors import UnknownNameError
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
 
     if track.links is None:
         return

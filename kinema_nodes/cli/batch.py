@@ -23,7 +23,7 @@ import signal
 import sys
 import time
 
-from ..core.batch import is_fresh, read_manifest, run_shot, shot_summary
+from ..core.shot.batch import is_fresh, read_manifest, run_shot, shot_summary
 from ..core.errors import KinemaError
 from .common import emit
 
@@ -156,7 +156,7 @@ def _warm_up() -> None:
 
 
 def _shot_child(arguments: list[str], out_fd: int, err_fd: int) -> None:  # pragma: no cover - runs in the forked child
-    from ..core.batch import die_with_parent
+    from ..core.shot.batch import die_with_parent
     from .main import main
 
     die_with_parent()
@@ -180,7 +180,7 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
     import glob
     import tempfile
 
-    from ..core.batch import die_with_parent
+    from ..core.shot.batch import die_with_parent
 
     die_with_parent()
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")

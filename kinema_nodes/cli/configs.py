@@ -41,7 +41,7 @@ def add_arguments_configs(parser):
 
 def run_configs(args) -> int:
     from ..core.stages.configurations import find_configurations
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
     from ..core.solve import IKTarget, SolveOptions
 
     robot = load_robot(args.urdf)

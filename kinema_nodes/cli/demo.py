@@ -36,7 +36,7 @@ DEMO_START = {"joint1": 0.0, "joint2": -0.3, "joint3": 0.0, "joint4": -2.2, "joi
 
 def run_demo(args) -> int:
     from .headless import parse_resolution
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
 
     started = time.perf_counter()
     need_pillow()

@@ -2,7 +2,7 @@
 
 `export SHOT.blend --format csv|json|ros2|mujoco --out PATH [--rig NAME] [--frames A:B]` opens
 a baked shot, reads the rig's joint curves on every whole frame, checks them against the rig's
-limits and writes the format (see `core.export`). A rig with nothing baked, frames outside the
+limits and writes the format (see `core.shot.export`). A rig with nothing baked, frames outside the
 baked range, an unknown rig or an output that cannot be written is one line on stderr and exit
 code 2, with no file left behind. Written but over a limit: exit code 3 (the file is written;
 the check only flags).
@@ -83,7 +83,7 @@ def open_blend(path: str):
 
 
 def _check_out(fmt: str, out: str) -> None:
-    from ..core.export import ros2_paths
+    from ..core.shot.export import ros2_paths
     from ..core.files import check_output_path
 
     suffixes = SUFFIXES[fmt]
@@ -99,7 +99,7 @@ def _check_out(fmt: str, out: str) -> None:
 
 
 def run_export(args) -> int:
-    from ..core.export import export
+    from ..core.shot.export import export
 
     _check_out(args.format, args.out)
     if args.format == "mujoco" and not args.model:
@@ -151,7 +151,7 @@ def check_bake_arguments(args) -> dict:
         if not args.max_acc:  # the bake builds a fresh rig: no acceleration limits but these
             raise KinemaError("--retime needs --max-acc X (retiming is under velocity and acceleration limits)")
         check_output_path(args.retime, "--retime")
-        from ..core.retime import toppra_available
+        from ..core.shot.retime import toppra_available
 
         ok, reason = toppra_available()
         if not ok:

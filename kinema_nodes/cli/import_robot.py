@@ -29,7 +29,7 @@ def add_arguments_import(parser):
 
 
 def run_import(args) -> int:
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
 
     values = parse_joint_values(args.joints)
     resolution = parse_resolution(args.resolution)

@@ -54,7 +54,7 @@ def _limits_text(entry: dict) -> str:
 
 
 def run_info(args) -> int:
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
 
     info = robot_info(load_robot(args.urdf))
     lines = [
@@ -99,7 +99,7 @@ def clamp_to_limits(robot, q, what: str = "joint values"):
 
 def run_fk(args) -> int:
     from ..core.model.kinematics import link_pose
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
     from ..core.model.rotations import matrix_to_quaternion
 
     robot = load_robot(args.urdf, check_meshes=False)

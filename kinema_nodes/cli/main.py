@@ -95,7 +95,7 @@ def _add_robot_file_arguments(parser) -> None:
 def _set_robot_file_defaults(args) -> None:
     """The run's --package-path and --xacro-arg become `load_robot`'s defaults (none for a
     command without them, so an earlier in-process run leaves nothing behind)."""
-    from ..core.model.robot import set_load_defaults
+    from ..core.model.loading import set_load_defaults
     from ..core.model.xacro import parse_xacro_args
 
     set_load_defaults(getattr(args, "package_path", ()), parse_xacro_args(getattr(args, "xacro_arg", ())))

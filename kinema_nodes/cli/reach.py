@@ -42,7 +42,7 @@ def add_arguments_reach(parser):
 
 def run_reach(args) -> int:
     from ..core.files import check_output_path
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
     from ..core.reach import assemble, chunks, default_box, grid_cells, reach_bounds, reach_chunk, render_slices, super_fibonacci
 
     started = time.perf_counter()

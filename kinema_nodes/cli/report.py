@@ -228,10 +228,10 @@ def _runs(frames: list[int]) -> list[tuple[int, int]]:
 def draw_limits_report(path: str | Path, report, joints, retimed=None, title: str = "", prismatic=()) -> Path:
     """Per joint, velocity (left) and acceleration (right) over time in seconds against their
     limits after the margin (red lines), frames over a limit shaded; with `retimed` (a
-    `core.retime.RetimeResult`) its traces too, in green, on the same time axis, so both timings
+    `core.shot.retime.RetimeResult`) its traces too, in green, on the same time axis, so both timings
     show. PIL only. Joints the shot does not move are left out."""
     from ..core.files import write_with
-    from ..core.stages.limits import derivatives
+    from ..core.shot.limits import derivatives
 
     limits = report.limits
     q = np.asarray(joints, dtype=float)

@@ -37,7 +37,7 @@ def add_arguments_solve(parser) -> None:
 
 
 def run_solve(args) -> int:
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
     from ..core.solve import IKTarget, SolveOptions, solve
 
     from .obstacles import avoid_from_args, avoid_wanted, clearance_payload
@@ -97,7 +97,7 @@ def add_arguments_bench(parser) -> None:
 
 
 def run_bench(args) -> int:
-    from ..core.model.robot import load_robot
+    from ..core.model.loading import load_robot
     from ..core.solve import run_benchmark
 
     if args.n < 1:

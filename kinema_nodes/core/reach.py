@@ -273,7 +273,7 @@ def _robot(robot_ref):
     if not isinstance(robot_ref, str):
         return robot_ref
     if robot_ref not in _ROBOTS:
-        from .model.robot import load_robot
+        from .model.loading import load_robot
 
         _ROBOTS[robot_ref] = load_robot(robot_ref, check_meshes=False)
     return _ROBOTS[robot_ref]

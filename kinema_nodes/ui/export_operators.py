@@ -52,7 +52,7 @@ class KINEMA_OT_export_trajectory(ReportingOperator, bpy.types.Operator, ExportH
         return self.reported(lambda: self.export(context))
 
     def export(self, context):
-        from ..core.export import export
+        from ..core.shot.export import export
 
         rig = _rig(context, self.rig)
         frames = (context.scene.frame_start, context.scene.frame_end) if self.use_scene_range else None

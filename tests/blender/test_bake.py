@@ -226,7 +226,7 @@ def test_bake_operator_adds_a_bake_node_and_keeps_the_report(blender):
 # ---- the checks, on plain arrays ---------------------------------------------------------------
 
 def _solution(robot, joints, links=None, targets=None, converged=None):
-    from kinema_nodes.core.bake import BakeSolution
+    from kinema_nodes.core.shot.bake import BakeSolution
 
     joints = np.asarray(joints, dtype=float)
     count = len(joints)
@@ -240,7 +240,7 @@ def _solution(robot, joints, links=None, targets=None, converged=None):
 
 
 def test_checks_flag_limits_speeds_flips_and_failures(robots):
-    from kinema_nodes.core.bake import check_bake
+    from kinema_nodes.core.shot.bake import check_bake
 
     robot = robots("arm7")
     q = np.tile(robot.mid_configuration(), (6, 1))

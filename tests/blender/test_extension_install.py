@@ -72,11 +72,11 @@ INSTALL_SCRIPT = textwrap.dedent(
         report["jax_version"] = jax.__version__
 
     addon = importlib.import_module("''' + MODULE + r'''")
-    robot_module = importlib.import_module("''' + MODULE + r'''.core.model.robot")
+    loading_module = importlib.import_module("''' + MODULE + r'''.core.model.loading")
     report["yourdfpy_file"] = importlib.import_module("yourdfpy").__file__
 
     if hasattr(bpy.ops.kinema, "import_urdf"):
-        urdf = robot_module.bundled_robots()["arm6"]
+        urdf = loading_module.bundled_robots()["arm6"]
         report["import_result"] = sorted(bpy.ops.kinema.import_urdf(filepath=str(urdf)))
         report["armatures"] = [o.name for o in bpy.data.objects if o.type == "ARMATURE"]
 
@@ -85,7 +85,7 @@ INSTALL_SCRIPT = textwrap.dedent(
         solvers = importlib.import_module("''' + MODULE + r'''.core.solve")
         kinematics = importlib.import_module("''' + MODULE + r'''.core.model.kinematics")
         rotations = importlib.import_module("''' + MODULE + r'''.core.model.rotations")
-        robot = robot_module.load_robot("arm6")
+        robot = loading_module.load_robot("arm6")
         goal = robot.zero_configuration() + 0.3
         pose = kinematics.link_pose(robot, goal, robot.tool_point)
         target = solvers.IKTarget(link=robot.tool_point, position=tuple(pose[:3, 3]),
@@ -129,7 +129,7 @@ INSTALL_SCRIPT = textwrap.dedent(
             path = os.path.join(folder, name)
             with open(path, "w") as handle:
                 handle.write(text)
-            formats[name] = robot_module.load_robot(path).actuated_joint_names
+            formats[name] = loading_module.load_robot(path).actuated_joint_names
         report["formats"] = formats
         for name in ("xacro", "yaml", "mujoco"):
             report[name + "_file"] = importlib.import_module(name).__file__

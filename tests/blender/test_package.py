@@ -24,7 +24,7 @@ def test_core_imports_and_computes_with_blender_blocked():
             sys.modules[name] = None          # any import of these now raises ImportError
         import kinema_nodes, kinema_nodes.core
         import kinema_nodes.core.model.robot, kinema_nodes.core.model.kinematics, kinema_nodes.core.model.rotations
-        from kinema_nodes.core.model.robot import load_robot
+        from kinema_nodes.core.model.loading import load_robot
         from kinema_nodes.core.model.kinematics import link_pose
         robot = load_robot("arm6")
         print(link_pose(robot, robot.zero_configuration(), robot.tool_point)[2, 3])

@@ -218,7 +218,7 @@ SKEW_AXES_URDF = """<robot name="skew">
 
 
 def test_axes_off_the_coordinate_axes_still_move_exactly(blender, tmp_path):
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
 
     path = tmp_path / "skew.urdf"
     path.write_text(SKEW_AXES_URDF)
@@ -251,7 +251,7 @@ def test_a_rig_from_before_the_slide_fix_is_moved_onto_the_custom_property(blend
     so does the first read of a rig no load met (appended, or open when the add-on was enabled)."""
     from kinema_nodes.blender.animation import fcurves, pose_bone_path
     from kinema_nodes.blender.handlers import on_load
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
 
     path = tmp_path / "skew.urdf"
     path.write_text(SKEW_AXES_URDF)

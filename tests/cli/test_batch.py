@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kinema_nodes.core.batch import is_fresh, read_manifest
+from kinema_nodes.core.shot.batch import is_fresh, read_manifest
 from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.rotations import matrix_to_quaternion

@@ -94,7 +94,7 @@ def test_exported_csv_replayed_through_yourdfpy_reproduces_the_baked_tool_path(s
 
 
 def test_exported_rosbag2_read_back_with_rosbags_holds_the_positions_and_stamps(shot, tmp_path):
-    from kinema_nodes.core.export import read_ros2
+    from kinema_nodes.core.shot.export import read_ros2
 
     robot, _, files, _ = shot
     csv_out, bag = tmp_path / "shot.csv", tmp_path / "shot_bag"

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import yourdfpy
 
-from kinema_nodes.core.model.robot import find_urdf
+from kinema_nodes.core.model.loading import find_urdf
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

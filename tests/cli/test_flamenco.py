@@ -1,7 +1,7 @@
 """flamenco/kinema_bake.js, Flamenco's job type for shot batches, run in Node.js against a
 stand-in of Flamenco's job compiler (tests/cli/flamenco_standin.js, written from Flamenco's
 documentation; no Manager can run here). The reference for each task's command is
-`kinema-nodes batch`'s own manifest reader (core/batch.py): same shots, same bake arguments."""
+`kinema-nodes batch`'s own manifest reader (core/shot/batch.py): same shots, same bake arguments."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kinema_nodes.core.batch import read_manifest
+from kinema_nodes.core.shot.batch import read_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = shutil.which("node")

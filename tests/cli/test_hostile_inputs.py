@@ -7,7 +7,7 @@ no triangles. URDF cases go through `load_robot` (and a sample through the CLI);
 cases through `core.meshes.load_mesh_arrays`; a sample through Blender's import operator,
 which must leave nothing behind.
 
-The rule for mesh paths (see `core.model.robot.robot_folders` and `core.model.packages`): a
+The rule for mesh paths (see `core.model.mesh_paths.robot_folders` and `core.model.packages`): a
 mesh must lie, after `..` and symlinks are followed, inside the URDF's folder or its parent, the
 ROS package (package.xml) holding the URDF, or the package a `package://NAME` names, where a
 folder is package NAME only if it really is one (never because it happens to be called NAME).
@@ -27,7 +27,9 @@ import pytest
 from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.meshes import check_robot_meshes, load_mesh_arrays
-from kinema_nodes.core.model.robot import MAX_LINKS, load_robot, robot_folders
+from kinema_nodes.core.model.file_checks import MAX_LINKS
+from kinema_nodes.core.model.loading import load_robot
+from kinema_nodes.core.model.mesh_paths import robot_folders
 
 LIMIT = '<limit lower="-1" upper="1" effort="1" velocity="1"/>'
 GOOD_STL = (

@@ -73,7 +73,7 @@ def ur10_without_meshes(tmp_path: Path, rename: dict[str, str] | None = None) ->
 
 def ur10_reachable_pose() -> list[float]:
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.model.rotations import matrix_to_quaternion
 
     robot = load_robot("ur10", check_meshes=False)
@@ -361,7 +361,7 @@ def test_fk_without_values_uses_the_same_in_limit_pose_as_import():
     assert all(v == 0.0 for k, v in payload["joints"].items() if k != "panda_joint4")
     pose = yourdfpy_pose(urdf, payload["link"], payload["joints"])
     assert np.allclose(pose, np.array(payload["matrix"]), atol=1e-9)
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
 
     robot = load_robot(urdf, check_meshes=False)
     assert np.array_equal(robot.configuration({}), np.array(list(payload["joints"].values())))  # import's default
@@ -493,7 +493,7 @@ def test_bake_writes_formula_like_joint_names_safely_and_reads_prefixed_links_ba
     rename = {"shoulder_pan_joint": "=2+5", "elbow_joint": "@cmd", "tool0": "-tool"}
     urdf = ur10_without_meshes(tmp_path, rename)
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.model.rotations import matrix_to_quaternion
 
     robot = load_robot(urdf, check_meshes=False)
@@ -559,7 +559,7 @@ def test_report_marks_too_fast_only_on_the_joints_that_were_too_fast(tmp_path):
     from PIL import Image
 
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.model.rotations import matrix_to_quaternion
 
     robot = load_robot("ur10", check_meshes=False)
@@ -612,7 +612,7 @@ def test_bench_says_what_success_at_1e_5_means():
 
 def test_configs_rows_carry_joint_names_and_units():
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.model.rotations import matrix_to_quaternion
 
     robot = load_robot("ur10", check_meshes=False)

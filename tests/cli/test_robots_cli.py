@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from kinema_nodes.core.model.example_robots import example_robots_folder, named_robots
-from kinema_nodes.core.model.robot import bundled_robots, find_urdf
+from kinema_nodes.core.model.example_robots import bundled_robots
+from kinema_nodes.core.model.loading import find_urdf
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

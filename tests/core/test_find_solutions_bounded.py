@@ -33,7 +33,7 @@ SEARCH_SCRIPT = textwrap.dedent(
     r'''
     import json, resource, sys
     import numpy as np
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.model.kinematics import link_pose
     from kinema_nodes.core.model.rotations import matrix_to_quaternion
     from kinema_nodes.core.solve import IKTarget, SolveOptions, descend_batch

@@ -160,7 +160,7 @@ CONTRACT_SCRIPT = textwrap.dedent("""
     if sys.argv[1] == "blocked":
         sys.modules["numba"] = None  # `import numba` now raises ImportError
     import numpy as np
-    from kinema_nodes.core.model.robot import load_robot
+    from kinema_nodes.core.model.loading import load_robot
     from kinema_nodes.core.model.kinematics import link_pose
     from kinema_nodes.core.model.rotations import matrix_to_quaternion
     from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_status, solve

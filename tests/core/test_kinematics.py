@@ -7,7 +7,7 @@ import pytest
 import yourdfpy
 
 from kinema_nodes.core.model.kinematics import jacobian, link_pose, link_poses
-from kinema_nodes.core.model.robot import find_urdf, load_robot
+from kinema_nodes.core.model.loading import find_urdf, load_robot
 from kinema_nodes.core.model.rotations import rotation_angle_between, rotation_log
 
 FK_ROBOTS = ("panda", "ur5", "kinova", "xarm7", "talos", "g1", "arm7", "rail_arm6")

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.errors import KinemaError
-from kinema_nodes.core.export import (read_ros2, trajectory_for, write_csv, write_json, write_mujoco, write_ros2)
+from kinema_nodes.core.shot.export import (read_ros2, trajectory_for, write_csv, write_json, write_mujoco, write_ros2)
 from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.retime import retime
-from kinema_nodes.core.stages.limits import Limits, check_limits, derivatives, limits_for
+from kinema_nodes.core.shot.retime import retime
+from kinema_nodes.core.shot.limits import Limits, check_limits, derivatives, limits_for
 
 FPS = 24.0
 
@@ -198,7 +198,7 @@ def test_rosbag2_read_back_with_rosbags_holds_the_same_positions_and_stamps(ur10
     assert document["joint_names"] == robot.actuated_joint_names
     assert np.array_equal(np.array([p["positions"] for p in document["points"]]), trajectory.joints)
     # the bag's bytes are exactly what rosbags itself serialises for the same message
-    from kinema_nodes.core.export import joint_trajectory_cdr, joint_trajectory_message
+    from kinema_nodes.core.shot.export import joint_trajectory_cdr, joint_trajectory_message
 
     for frame_id in ("", "ba", "base"):  # header lengths that shift the points' alignment
         for velocities in (True, False):

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from kinema_nodes.core.errors import KinemaError
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 
 LIMIT = '<limit lower="-1" upper="1" effort="1" velocity="1"/>'
 

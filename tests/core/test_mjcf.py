@@ -25,7 +25,7 @@ import pytest
 
 from kinema_nodes.core.errors import RobotFileError
 from kinema_nodes.core.model.kinematics import link_poses
-from kinema_nodes.core.model.robot import find_urdf, load_robot
+from kinema_nodes.core.model.loading import find_urdf, load_robot
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -291,7 +291,7 @@ def test_mjcf_mesh_outside_the_robots_folders_is_refused(tmp_path):
 
 
 def test_the_urdf_a_rig_stores_stands_alone(tmp_path):
-    from kinema_nodes.core.model.robot import robot_from_urdf_text
+    from kinema_nodes.core.model.loading import robot_from_urdf_text
 
     path = robosuite_robot("iiwa")
     robot = load_robot(path)

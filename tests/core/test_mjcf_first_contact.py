@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.model.rotations import matrix_to_quaternion
-from kinema_nodes.core.stages.limits import check_limits, limits_for
+from kinema_nodes.core.shot.limits import check_limits, limits_for
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -110,7 +110,7 @@ def with_velocity_servos(text: str, speeds: dict[str, tuple[float, float]]) -> s
     ("tiago", {"torso_lift_joint": (0.07, 1.0), "arm_right_4_joint": (2.0, 4.0)}),
 ])
 def test_velocity_actuators_give_the_speed_limit_and_bake_and_check_limits_agree(name, speeds, tmp_path):
-    from kinema_nodes.core.bake import BakeSolution, check_bake
+    from kinema_nodes.core.shot.bake import BakeSolution, check_bake
 
     robot = load_robot(edited_copy(tmp_path, name, lambda text: with_velocity_servos(text, speeds)))
     expected = {joint: speed / gear for joint, (speed, gear) in speeds.items()}

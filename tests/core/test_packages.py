@@ -14,7 +14,7 @@ import pytest
 
 from kinema_nodes.core.errors import RobotFileError
 from kinema_nodes.core.model.packages import PackageSearchPath, declared_package_names
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 
 STL = (
     "solid part\n facet normal 0 0 1\n  outer loop\n   vertex 0 0 0\n   vertex 0.1 0 0\n   vertex 0 0.1 0\n"

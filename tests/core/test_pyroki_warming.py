@@ -122,7 +122,7 @@ import sys
 sys.modules["pyroki"] = None  # JAX present, PyRoki not importable: the background build fails
 import numpy as np
 from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.model.rotations import matrix_to_quaternion
 from kinema_nodes.core.solve import IKTarget, SolveOptions, prepare, solve, wait_for_pyroki
 robot = load_robot("ur5_gripper", check_meshes=False)

@@ -18,7 +18,7 @@ import pytest
 
 from kinema_nodes.core.model.example_robots import example_robot
 from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.model.rotations import matrix_to_quaternion, rotation_angle_between
 
 pytest.importorskip("pyroki")

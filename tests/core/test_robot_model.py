@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.errors import UnknownNameError
-from kinema_nodes.core.model.robot import bundled_robots, load_robot, resolve_mesh_path
+from kinema_nodes.core.model.example_robots import bundled_robots
+from kinema_nodes.core.model.loading import load_robot
+from kinema_nodes.core.model.mesh_paths import resolve_mesh_path
 
 
 def test_bundled_robots_are_the_three_promised_arms():

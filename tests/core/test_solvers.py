@@ -264,7 +264,7 @@ def test_pyroki_joint_order_matches_our_forward_kinematics(robots):
     """PyRoki orders joints its own way; a wrong mapping would show as a pose mismatch."""
     import jax.numpy as jnp
 
-    from kinema_nodes.core.solve._pyroki_backend import _pyroki_robot
+    from kinema_nodes.core.solve._pyroki_program import _pyroki_robot
 
     for name, link in (("panda", "panda_hand"), ("rail_arm6", "tool_tcp"), ("arm7", "fingertip_tcp")):
         robot = robots(name)
@@ -342,7 +342,7 @@ def test_a_new_process_uses_the_export_file_without_importing_pyroki(robots, sol
     done = _run_python(
         """
         import sys
-        from kinema_nodes.core.model.robot import load_robot
+        from kinema_nodes.core.model.loading import load_robot
         from kinema_nodes.core.solve import IKTarget, solve
         robot = load_robot("arm6")
         result = solve(robot, IKTarget("tool_tcp", (0.4, 0.1, 0.4), (0, 1, 0, 0)), robot.mid_configuration())
@@ -363,7 +363,7 @@ def test_a_script_that_exits_while_the_kernel_first_compiles_ends_cleanly_with_t
     env["KINEMA_CACHE_DIR"] = str(tmp_path)
     code = textwrap.dedent(
         """
-        from kinema_nodes.core.model.robot import load_robot
+        from kinema_nodes.core.model.loading import load_robot
         from kinema_nodes.core.solve import IKTarget, SolveOptions, kernel_summary, solve
         robot = load_robot("arm6")
         result = solve(robot, IKTarget("tool_tcp", (0.4, 0.1, 0.4), (0, 1, 0, 0)), robot.mid_configuration(),
@@ -381,7 +381,7 @@ def test_with_jax_hidden_the_numpy_backend_serves_and_says_why(tmp_path):
         """
         import sys
         sys.modules["jax"] = None  # as if JAX were not installed
-        from kinema_nodes.core.model.robot import load_robot
+        from kinema_nodes.core.model.loading import load_robot
         from kinema_nodes.core.solve import IKTarget, pyroki_available, solve, warm_up
         robot = load_robot("panda")
         result = solve(robot, IKTarget("panda_hand", (0.4, 0.1, 0.5), (0, 1, 0, 0)), robot.mid_configuration())

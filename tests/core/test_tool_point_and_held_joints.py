@@ -18,7 +18,8 @@ import pytest
 
 from kinema_nodes.core.model.example_robots import example_robots_folder
 from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.model.robot import is_gripper_part, load_robot
+from kinema_nodes.core.model.loading import load_robot
+from kinema_nodes.core.model.robot import is_gripper_part
 from kinema_nodes.core.model.rotations import matrix_to_quaternion, rotation_angle_between
 from kinema_nodes.core.roles import arm_joints, infer_roles
 from kinema_nodes.core.stages.swivel import has_spare_joint, set_swivel, swivel_angle, swivel_links

@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.model.robot import is_gripper_part, load_robot
+from kinema_nodes.core.model.loading import load_robot
+from kinema_nodes.core.model.robot import is_gripper_part
 from kinema_nodes.core.model.rotations import matrix_to_quaternion, rotation_angle_between
 from kinema_nodes.core.stages.swivel import has_spare_joint
 

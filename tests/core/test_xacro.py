@@ -20,7 +20,7 @@ import pytest
 from kinema_nodes.core.errors import RobotFileError
 from kinema_nodes.core.model.example_robots import example_robots_folder
 from kinema_nodes.core.model.packages import PackageSearchPath
-from kinema_nodes.core.model.robot import load_robot, robot_from_urdf_text
+from kinema_nodes.core.model.loading import load_robot, robot_from_urdf_text
 from kinema_nodes.core.model.xacro import expand_xacro
 
 pytest.importorskip("xacro")

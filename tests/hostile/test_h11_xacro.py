@@ -25,7 +25,7 @@ import pytest
 
 from kinema_nodes.core.errors import RobotFileError
 from kinema_nodes.core.model.packages import PackageSearchPath
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.model.xacro import expand_xacro
 
 from corpus import assert_cli_refusal, assert_one_line, run_cli

@@ -18,7 +18,7 @@ import pytest
 
 from kinema_nodes.core.errors import RobotFileError
 from kinema_nodes.core.collision import read_srdf_pairs
-from kinema_nodes.core.model.robot import load_robot, robot_from_urdf_text
+from kinema_nodes.core.model.loading import load_robot, robot_from_urdf_text
 from kinema_nodes.core.model.xml_reading import check_no_doctype, xml_encoding
 
 from corpus import assert_one_line, two_link_urdf

@@ -17,7 +17,7 @@ import threading
 import pytest
 
 from kinema_nodes.core.errors import RobotFileError
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 
 from corpus import GOOD_STL, assert_cli_refusal, assert_one_line, run_cli
 

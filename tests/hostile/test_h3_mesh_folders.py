@@ -12,7 +12,7 @@ import os
 import pytest
 
 from kinema_nodes.core.errors import KinemaError
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 
 from corpus import GOOD_STL, assert_one_line, mesh_visual, two_link_urdf
 

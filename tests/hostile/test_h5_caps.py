@@ -13,7 +13,7 @@ import pytest
 
 from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.model.kinematics import link_pose
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.solve import IKTarget, SolveOptions, solve, warm_up
 from kinema_nodes.core.solve._entry import MAX_PYROKI_CHAIN, MAX_PYROKI_LINKS
 

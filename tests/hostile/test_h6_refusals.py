@@ -12,7 +12,7 @@ import pytest
 from kinema_nodes.core.errors import KinemaError
 from kinema_nodes.core.model.kinematics import link_pose, link_poses
 from kinema_nodes.core.model.meshes import load_mesh
-from kinema_nodes.core.model.robot import load_robot
+from kinema_nodes.core.model.loading import load_robot
 
 from corpus import assert_cli_refusal, assert_one_line, run_cli
 

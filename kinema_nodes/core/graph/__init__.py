@@ -1,6 +1,6 @@
 """core.graph: a node tree as plain data. Siblings use `registry` (every node kind, once:
 its Blender name, sockets, Add-menu place and stage), `spec` (`GraphSpec`, `NodeSpec`,
-`LinkSpec`, `validate`) and `program` (`compile_program`, `Program.evaluate`, `FrameInputs`,
+`LinkSpec`, `validate`) and `program` (`compile_program`, `Program.run`, `FrameInputs`,
 `stage_function`). The evaluator snapshots a Blender tree into a `GraphSpec`; everything
 after that is here and testable without Blender."""
 

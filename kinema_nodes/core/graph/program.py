@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from .registry import BY_KIND
-from .spec import GraphSpec, Problems, downstream_chain, rig_of_target, validate
+from .spec import GraphSpec, NodeSpec, Problems, downstream_chain, rig_of_target, validate
 from ..model.robot import RobotModel
 from ..model.rotations import matrix_to_quaternion
+
+if TYPE_CHECKING:  # the solvers import JAX lazily; the graph only names their types
+    from ..solve import IKTarget, SolveOptions, SolveResult
 
 BACKENDS = ("pyroki", "numpy", "off")
 
@@ -43,8 +46,8 @@ class SolverStep:
     robot: RobotModel
     targets: tuple[TargetStep, ...]
     backend: str
-    options: object  # core.solve.SolveOptions
-    passthrough: tuple[str, ...]
+    options: SolveOptions
+    after_solver: tuple[str, ...]  # the stage nodes that follow the solver, in order
     hold_prismatic: bool
 
 
@@ -68,7 +71,7 @@ class StepResult:
     summary: str
     ms: float = 0.0
     converged: bool = False
-    result: object = None  # core.solve.SolveResult when a solve ran
+    result: SolveResult | None = None  # when a solve ran
     reports: dict = field(default_factory=dict)  # per stage node, what it reported (Configuration-Select: its solutions)
 
 
@@ -218,7 +221,7 @@ class Program:
         joints = np.asarray(result.joints, dtype=float)
         summary = summarise(result)
         reports = {}
-        for name in step.passthrough:
+        for name in step.after_solver:
             stage = stage_function(self.spec.node(name).kind)
             if stage is None:
                 continue
@@ -242,12 +245,12 @@ class StageInput:
     """What a node after the solver (swivel, configuration select) gets for one frame."""
 
     robot: RobotModel
-    goals: list  # the IKTargets just solved
-    options: object  # SolveOptions used
+    goals: list[IKTarget]  # the targets just solved
+    options: SolveOptions  # the options used
     start: np.ndarray  # where the arm was before this frame
     joints: np.ndarray  # the solution so far
-    result: object  # the solver's SolveResult
-    node: object  # the stage node's NodeSpec (its structural params)
+    result: SolveResult
+    node: NodeSpec  # the stage node (its structural params)
     values: dict  # the stage node's per-frame values (e.g. swivel_angle, configuration_index)
     solve: Callable  # core.solve.solve, for stages that re-solve
 

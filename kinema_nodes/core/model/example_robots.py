@@ -159,11 +159,15 @@ def _robosuite(package: str, assets: str) -> dict[str, Path]:
     return {f"robosuite_{_short(p.parent.name)}": p for p in sorted(folder.glob("*/robot.xml"))}
 
 
+def bundled_robots() -> dict[str, Path]:
+    """Robots that ship with the package, by name."""
+    folder = Path(__file__).resolve().parents[2] / "robots"
+    return {p.stem: p for p in sorted(folder.glob("*.urdf"))}
+
+
 @lru_cache(maxsize=1)
 def named_robots() -> tuple[NamedRobot, ...]:
     """Every robot a name reaches, bundled first."""
-    from .robot import bundled_robots
-
     out: list[NamedRobot] = [NamedRobot(name, "bundled", path, "urdf") for name, path in bundled_robots().items()]
     taken = {r.name for r in out}
     folder = example_robots_folder()

@@ -96,7 +96,7 @@ def _compile(path: Path):
         import mujoco
     except ImportError:
         raise RobotFileError(path, "is a MuJoCo model (MJCF); reading it needs the 'mujoco' package (pip install mujoco)") from None
-    from .robot import read_robot_file
+    from .file_checks import read_robot_file
 
     from .xml_reading import check_no_doctype
 

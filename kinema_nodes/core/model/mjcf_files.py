@@ -61,7 +61,7 @@ def check_mjcf_files(path: str | Path, search=None) -> list[Path]:
     docstring). Returns the included files; raises `RobotFileError` (one line) for the first
     that breaks the rule."""
     from .packages import PackageSearchPath
-    from .robot import robot_folders
+    from .mesh_paths import robot_folders
 
     path = Path(path)
     base = path.absolute().parent

@@ -124,7 +124,7 @@ class _Expansion:
 
     # ---- files -------------------------------------------------------------------------------
     def folders(self) -> list[Path]:
-        from .robot import robot_folders
+        from .mesh_paths import robot_folders
 
         return robot_folders(self.source, search=self.search)
 

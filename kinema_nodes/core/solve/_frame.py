@@ -1,4 +1,4 @@
-"""The every-frame solve as one compiled call (`_kernel._frame`), for `PreparedSolve.solve` and
+"""The every-frame solve as one compiled call (`_kernel_maths._frame`), for `PreparedSolve.solve` and
 `solve` on the NumPy backend (warm, and cold as far as the first batch of seeds).
 
 Why: a warm tracking solve is two or three LM iterations, about ten microseconds of compiled

@@ -104,7 +104,7 @@ _SEED_FRACTIONS = np.random.default_rng(20240917).random((64, BATCH_SEEDS, 64))
 
 def first_batch_fractions(k: int) -> np.ndarray | None:
     """The first batch's seed fractions for k free joints (what `random_seeds` draws at attempt
-    0), for the compiled frame call (`_kernel._frame`); None where `random_seeds` draws fresh ones."""
+    0), for the compiled frame call (`_kernel_maths._frame`); None where `random_seeds` draws fresh ones."""
     block = _SEED_FRACTIONS[0]
     return None if k > block.shape[1] else np.ascontiguousarray(block[:, :k])
 

@@ -5,12 +5,12 @@ answers for every pose. A warm-started descent stops at whichever member is near
 arm happened to be, so a frame reached from the frame before and from a later frame ends up in
 different places, and a bake differs from the playback the animator watched.
 
-The slide (`_kernel._settle`) takes a converged answer and moves it along that family (the tool
+The slide (`_kernel_maths._settle`) takes a converged answer and moves it along that family (the tool
 held) to the member nearest a *posture*: a joint vector that is an input of the frame (the pose
 the arm had when the target was added or last handed off). The slide is a local descent, so the
 branch (elbow up or down, wrist flipped or not) is still the one the warm start reached: chosen
 by continuity. Within a branch the answer is the same whatever the start, to the precision the
-slide converges to (`_kernel.POSTURE_STEP_TOLERANCE`), and the same for both backends because it
+slide converges to (`_kernel_maths.POSTURE_STEP_TOLERANCE`), and the same for both backends because it
 runs in float64 in the kernel after either of them. It runs inside the compiled kernel, right
 after the descent and in the same call, so a redundant arm with a posture tracks at kernel speed.
 """

@@ -25,6 +25,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ._compiled_store import keep, loaded_solver_keys, ready
+from ._pyroki_program import CompiledSolver, Layout, export_path
+
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
 
 #: Seconds a build is said to take before this machine has timed one (a fresh compile, and a
 #: load from the export file and JAX cache).
@@ -32,7 +39,7 @@ GUESS_FRESH_S = 10.0
 GUESS_FROM_DISK_S = 2.0
 
 _guard = threading.Lock()
-_builds: dict[tuple, "_Build"] = {}  # in flight (queued or running) or failed; ready ones live in the backend's LRU
+_builds: dict[tuple, "_Build"] = {}  # in flight (queued or running) or failed; ready ones live in `_compiled_store`
 _queue: list["_Build"] = []
 _worker: threading.Thread | None = None
 _listeners: list[Callable[[tuple, bool], None]] = []
@@ -60,8 +67,6 @@ class _Build:
 
 
 def _export_exists(robot, links) -> bool:
-    from ._pyroki_backend import Layout, export_path
-
     try:
         return export_path(Layout(robot, links)).is_file()
     except Exception:  # noqa: BLE001 - only chooses the wording of a message
@@ -110,7 +115,7 @@ def about(seconds: float) -> str:
 
 def compiling_reason(build: _Build) -> str:
     """What the live path says while the NumPy kernel stands in."""
-    others = any(key[0] == build.key[0] and key != build.key for key in _ready_keys())
+    others = any(key[0] == build.key[0] and key != build.key for key in loaded_solver_keys())
     what = f"'{', '.join(build.links)}'" if others else "this robot"
     took = about(estimate_s(build.from_disk))
     doing = (f"loading its compiled program for {what} ({took})" if build.from_disk
@@ -128,19 +133,6 @@ def failure_reason(error: BaseException) -> str:
     return f"PyRoki failed ({type(error).__name__}: {said})"
 
 
-def _ready_keys() -> list:
-    from ._pyroki_backend import loaded_solver_keys
-
-    return loaded_solver_keys()
-
-
-def _ready(key):
-    from ._pyroki_backend import _lock, _solvers
-
-    with _lock:
-        return _solvers.get(key)
-
-
 def add_listener(callback: Callable[[tuple, bool], None]) -> None:
     """`callback((fingerprint, links), ok)` after each build, from the worker thread."""
     if callback not in _listeners:
@@ -152,18 +144,18 @@ def remove_listener(callback) -> None:
         _listeners.remove(callback)
 
 
-def pyroki_state(robot, links: tuple[str, ...]) -> tuple[str, object]:
+def pyroki_state(robot: RobotModel, links: tuple[str, ...]) -> tuple[str, object]:
     """Never waits. ("ready", solver), ("compiling", build: its `compiling_reason`), or
     ("failed", exception). Starts the build in the worker thread when none is in flight."""
     key = (robot.fingerprint, links)
-    solver = _ready(key)
+    solver = ready(key)
     if solver is not None:
         return "ready", solver
     global _worker
     with _guard:
         build = _builds.get(key)
         if build is None:
-            solver = _ready(key)  # finished between the two looks
+            solver = ready(key)  # finished between the two looks
             if solver is not None:
                 return "ready", solver
             build = _builds[key] = _Build(robot, links)
@@ -178,18 +170,18 @@ def pyroki_state(robot, links: tuple[str, ...]) -> tuple[str, object]:
         return "compiling", build
 
 
-def solver_for(robot, links: tuple[str, ...]):
+def solver_for(robot: RobotModel, links: tuple[str, ...]) -> CompiledSolver:
     """The compiled program for (robot, links), waiting for it: built here, or the build in
     flight joined. Raises the build's exception (the same one each time, once failed)."""
     key = (robot.fingerprint, links)
-    solver = _ready(key)
+    solver = ready(key)
     if solver is not None:
         return solver
     with _guard:
         build = _builds.get(key)
         claim = False
         if build is None:
-            solver = _ready(key)
+            solver = ready(key)
             if solver is not None:
                 return solver
             build = _builds[key] = _Build(robot, links)
@@ -228,15 +220,13 @@ def _work() -> None:
 
 def _run(build: _Build) -> None:
     from ._cache import note
-    from ._pyroki_backend import CompiledSolver, _lock, _solvers
 
     t0 = time.perf_counter()
     ok = False
     try:
         solver = CompiledSolver(build.robot, build.links)
         solver.compile()
-        with _lock:
-            _solvers.put(build.key, solver)
+        keep(build.key, solver)
         build.solver = solver
         _record("from_disk" if solver.from_disk else "fresh", time.perf_counter() - t0)
         with _guard:

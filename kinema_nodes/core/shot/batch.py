@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import KinemaError
+from ..errors import KinemaError
 
 #: Keys a shot may have (the README's "Shot batches" lists them).
 SHOT_KEYS = ("name", "robot", "link", "targets", "out", "joints_out", "report", "preset", "solver", "start", "fps",

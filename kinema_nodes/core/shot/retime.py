@@ -17,7 +17,7 @@ How:
   acceleration is constant, which fixes the time of each stretch;
 - the result is sampled at the scene's frame rate. The duration is rounded up to whole frames by
   slowing everything uniformly (which only lowers velocities and accelerations), and the samples
-  are checked with `core.stages.limits` — the same finite differences the check uses. TOPP-RA
+  are checked with `core.shot.limits` — the same finite differences the check uses. TOPP-RA
   enforces its limits at the baked configurations only; if the samples between them are over,
   the timing is stretched uniformly by what is needed and checked again.
 
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import KinemaError
-from .stages.limits import Limits, check_limits
+from ..errors import KinemaError
+from .limits import Limits, check_limits
 
 #: Joint-space steps shorter than this (rad or m) are holds, not path.
 MIN_STEP = 1e-9

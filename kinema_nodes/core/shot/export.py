@@ -29,12 +29,16 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import KinemaError
-from .files import TEMP_PREFIX, OutputError, atomic_write, check_output_path, write_text
-from .stages.limits import LimitReport, Limits, derivatives
+from ..errors import KinemaError
+from ..files import TEMP_PREFIX, OutputError, atomic_write, check_output_path, write_text
+from .limits import LimitReport, Limits, derivatives
+
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
 
 FORMATS = ("csv", "json", "ros2", "mujoco")
 #: The topic a rosbag2 export uses unless told otherwise.
@@ -88,7 +92,7 @@ class Trajectory:
         return derivatives(self.joints, self.fps).velocity
 
 
-def trajectory_for(robot, urdf_text: str, frames, joints, fps: float, limits: Limits | None = None,
+def trajectory_for(robot: RobotModel, urdf_text: str, frames, joints, fps: float, limits: Limits | None = None,
                    report: LimitReport | None = None) -> Trajectory:
     """A Trajectory of `robot`'s actuated joints (configuration order = the URDF's order)."""
     mimics = tuple((j.name, j.mimic.joint, float(j.mimic.multiplier), float(j.mimic.offset))

@@ -18,17 +18,21 @@ last frames are neither dropped nor given a made-up spike by assuming the robot 
 outside the shot. One frame moved too far shows as a velocity violation on that joint at that
 frame and nowhere else.
 
-The default only flags; nothing here ever changes the motion (`core.retime` does, on request).
+The default only flags; nothing here ever changes the motion (`core.shot.retime` does, on request).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import KinemaError
+
+if TYPE_CHECKING:
+    from ..model.robot import RobotModel
 
 #: The three kinds of limit, in the order reports list them.
 KINDS = ("velocity", "acceleration", "jerk")
@@ -95,7 +99,7 @@ def _per_joint(names: Sequence[str], everyone: float | None, per_joint: Mapping[
     return values
 
 
-def limits_for(robot, *, max_acceleration: float | None = None, max_jerk: float | None = None,
+def limits_for(robot: RobotModel, *, max_acceleration: float | None = None, max_jerk: float | None = None,
                acceleration: Mapping[str, float] | None = None, jerk: Mapping[str, float] | None = None,
                velocity_scale: float = 1.0, margin_percent: float = 0.0) -> Limits:
     """The limits of `robot`'s actuated joints: velocity from its URDF (times `velocity_scale`),
@@ -138,7 +142,7 @@ def step_velocity(joints: np.ndarray, fps: float, frames: np.ndarray | None = No
     divided by the step's length in frames when `frames` (the frame numbers) are given, so a bake
     over a range with gaps is not read as faster than it is. The one velocity formula that
     `derivatives` (the limit check, which reads every frame of its range, so no gaps) and
-    `core.bake.check_bake` (the too-fast flag, with its frame numbers) both use."""
+    `core.shot.bake.check_bake` (the too-fast flag, with its frame numbers) both use."""
     q = np.asarray(joints, dtype=float)
     velocity = np.diff(q, axis=0) * fps
     if frames is not None:

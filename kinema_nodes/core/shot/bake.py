@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .model.kinematics import link_pose
-from .graph.program import FrameInputs, Program, SolverStep, frame_avoid, pose_to_target
-from .model.robot import RobotModel
-from .model.rotations import quaternion_to_matrix, rotation_angle_between
-from .stages.limits import step_velocity
+from ..model.kinematics import link_pose
+from ..graph.program import FrameInputs, Program, SolverStep, frame_avoid, pose_to_target
+from ..model.robot import RobotModel
+from ..model.rotations import quaternion_to_matrix, rotation_angle_between
+from .limits import step_velocity
 
 #: A joint closer than this fraction of its range to either limit is flagged.
 LIMIT_MARGIN = 0.01
@@ -303,7 +303,7 @@ def _check_clearance(solution: BakeSolution, report: BakeReport) -> None:
     """Each frame's clearance by `clearance()` of the keyed joints, and the frames in collision."""
     if not any(a is not None for a in solution.avoid):
         return
-    from .collision import clearance
+    from ..collision import clearance
 
     frames = solution.frames.astype(int)
     report.margin_m = max(float(a.margin_m) for a in solution.avoid if a is not None)
@@ -327,13 +327,13 @@ BATCH_CHUNK = 256
 def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInputs]) -> str | None:
     """None when the frames can be solved as one batch (PyRoki, no stage after the solver, a
     usable control and a known link on every frame); else why not."""
-    from .graph.program import stage_function
+    from ..graph.program import stage_function
 
     if step.backend != "pyroki":
         return f"the {step.backend} backend solves frame by frame"
     if step.options.avoid is not None:
         return "collision avoidance solves frame by frame"
-    if any(stage_function(program.spec.node(name).kind) is not None for name in step.passthrough):
+    if any(stage_function(program.spec.node(name).kind) is not None for name in step.after_solver):
         return "a node after the solver changes each frame's answer"
     for frame_input in inputs:
         for target in step.targets:
@@ -343,7 +343,7 @@ def batch_reason(program: Program, step: SolverStep, inputs: Sequence[FrameInput
         for target in step.targets:
             if program.resolve_link(target, frame_input) not in step.robot.links:
                 return f"an unknown link on frame {frame_input.frame:g}"
-    from .solve import batch_unavailable
+    from ..solve import batch_unavailable
 
     posture = next(((f.values.get(step.node) or {}).get("posture") for f in inputs[:1]), None)
     options = replace(_batch_options(step), posture=None if posture is None else tuple(float(v) for v in posture))
@@ -368,8 +368,8 @@ def solve_frames_batched(program: Program, step: SolverStep, inputs: Sequence[Fr
     (its checks, `_finish`, branch check, float64 errors and polish). Same seeding as live IK:
     each frame starts from the previous answer at rig precision. Call only when `batch_reason`
     is None."""
-    from .graph.program import summarise
-    from .solve import IKTarget, solve_many
+    from ..graph.program import summarise
+    from ..solve import IKTarget, solve_many
 
     robot = step.robot
     count = len(inputs)
