@@ -536,20 +536,48 @@ def _show_readout(solver, step, result: StepResult, force: bool, frame, state: T
         shown["clearance"] = f"Clearance: {clearance * 1000:.1f} mm" + (" (in collision)" if clearance < 0 else "")
     SESSION.tree(solver.id_data.as_pointer()).readouts[solver.name] = state.readouts[step.node] = shown
     if solve is not None:
-        _check_budget(solver, step, result.solved_links, solve.backend, result.ms, force, state)
+        _check_budget(solver, step, result.solved_links, solve.backend, result.ms, force, state, note)
 
 
-def _check_budget(solver, step, links: tuple, backend: str, ms: float, force: bool, state: TreeState) -> None:
-    """Pause live updates of a solve over its budget. The first solve to a set of links may
-    include the one-off compile; it is not a frame cost."""
+#: Live updates pause only after this many ordinary frames in a row over budget: one slow frame
+#: (a garbage collection, another program holding the core, a hard pose) is not a slow rig, and
+#: the pause is for rigs whose ordinary solves are too slow (the manual's "Over budget").
+SLOW_FRAMES_TO_PAUSE = 3
+
+
+def _check_budget(solver, step, links: tuple, backend: str, ms: float, force: bool, state: TreeState,
+                  note: str = "") -> None:
+    """Count a live solve against its budget, pausing live updates after SLOW_FRAMES_TO_PAUSE
+    ordinary frames in a row over it. A one-off cost is never counted: the first solve to a set of
+    links on a backend (a compile, a new Target Bone, a switched solver), a frame answered while a
+    solver compiles in the background (PyRoki's build or the NumPy kernel's: they share the
+    interpreter with the frame), or one answered by a fallback (`note`)."""
     compile_key = (step.robot.fingerprint, links, backend)
-    if compile_key not in SESSION.compiled_links:
+    one_off = compile_key not in SESSION.compiled_links
+    if one_off:
         SESSION.compiled_links.add(compile_key)
-    elif not force and ms > step.options.budget_ms:
-        if solver.name == step.node and SESSION.trees.get(solver.id_data.as_pointer()) is state:
-            _set(solver, "over_budget", True)
-        else:  # one user of a group's Solver: that node is shared by every user
-            state.paused.add(step.node)
+    if force:
+        return
+    if one_off or note or _compiling_in_background():
+        state.slow_frames.pop(step.node, None)
+        return
+    if ms <= step.options.budget_ms:
+        state.slow_frames.pop(step.node, None)
+        return
+    slow = state.slow_frames[step.node] = state.slow_frames.get(step.node, 0) + 1
+    if slow < SLOW_FRAMES_TO_PAUSE:
+        return
+    state.slow_frames.pop(step.node, None)
+    if solver.name == step.node and SESSION.trees.get(solver.id_data.as_pointer()) is state:
+        _set(solver, "over_budget", True)
+    else:  # one user of a group's Solver: that node is shared by every user
+        state.paused.add(step.node)
+
+
+def _compiling_in_background() -> bool:
+    from .core.solve import compiling_in_background
+
+    return compiling_in_background()
 
 
 def _show_fast(solver, step, solved, links: tuple, force: bool, frame: int, state: TreeState) -> None:
@@ -558,7 +586,7 @@ def _show_fast(solver, step, solved, links: tuple, force: bool, frame: int, stat
     note = f"Using NumPy: {solved.fallback_reason}" if solved.fallback_reason else ""
     state.readouts[step.node] = {"ms": solved.ms, "summary": None, "solved": solved, "solving_to": ", ".join(links),
                                  "backend_note": note, "frame": frame}
-    _check_budget(solver, step, links, solved.backend, solved.ms, force, state)  # a plain step is never in a group
+    _check_budget(solver, step, links, solved.backend, solved.ms, force, state, note)  # a plain step is never in a group
 
 
 def hold_runs() -> bool:

@@ -21,7 +21,8 @@ class TreeState:
     group's Solver used by two Group nodes is two paths in its users' states, and its own name in
     the group tree's state (what the node itself shows)."""
 
-    __slots__ = ("dirty", "spec", "program", "checked", "robot_nodes", "fast", "last_inputs", "readouts", "paused", "off_shown")
+    __slots__ = ("dirty", "spec", "program", "checked", "robot_nodes", "fast", "last_inputs", "readouts", "paused", "off_shown",
+                 "slow_frames")
 
     def __init__(self):
         self.dirty = False
@@ -34,6 +35,7 @@ class TreeState:
         self.readouts: dict[str, dict] = {}  # solver path -> its last readout
         self.paused: set[str] = set()  # users of a group paused over budget (a plain Solver has `over_budget`)
         self.off_shown: dict = {}  # solver path -> (program, generation) whose Off readout is shown
+        self.slow_frames: dict[str, int] = {}  # solver path -> ordinary frames in a row over budget
 
     def compiled(self, spec, program) -> None:
         """The tree compiled to `program`: what was checked or bound for the last one goes."""
@@ -101,7 +103,7 @@ def readout(solver) -> dict:
     found = state.readouts.get(solver.name, {}) if state is not None else {}
     if found and found.get("frame") != bpy.context.scene.frame_current:
         return {}
-    return _worded(found)
+    return _worded(found, getattr(solver, "over_budget", False))
 
 
 def readout_of(tree, path: str) -> dict:
@@ -110,7 +112,11 @@ def readout_of(tree, path: str) -> dict:
     state = SESSION.trees.get(tree.as_pointer())
     if state is None:
         return {"paused": False}
-    return dict(_worded(state.readouts.get(path, {})), paused=path in state.paused)
+    paused = path in state.paused
+    if not paused and "/" not in path:
+        node = tree.nodes.get(path)
+        paused = bool(getattr(node, "over_budget", False))
+    return dict(_worded(state.readouts.get(path, {}), paused), paused=paused)
 
 
 def resume(tree, path: str) -> None:
@@ -120,11 +126,18 @@ def resume(tree, path: str) -> None:
     state.dirty = True
 
 
-def _worded(shown: dict) -> dict:
+#: What a paused Solver's readout says instead of its last summary: the control may have moved
+#: since that solve, so "converged" would be stale.
+PAUSED_SUMMARY = "paused: the tool no longer follows the control (Resume)"
+
+
+def _worded(shown: dict, paused: bool = False) -> dict:
     """A readout with its summary written out: the fast frame leaves the wording to the first
-    reader (most frames are never drawn)."""
+    reader (most frames are never drawn). A paused one says so instead."""
     if shown.get("summary") is None and "solved" in shown:
         from .core.graph.program import summarise
 
         shown["summary"] = summarise(shown.pop("solved"))
+    if paused and shown:
+        return {**shown, "summary": PAUSED_SUMMARY}
     return shown

@@ -25,6 +25,16 @@ from ._numpy_backend import descend_batch
 from ._poses import PoseSolutions, solve_poses
 from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_start, check_targets, converged
 from ._warming import add_listener as on_pyroki_built, remove_listener as stop_on_pyroki_built, wait_for_builds as wait_for_pyroki
+from ._warming import building as _pyroki_building
+from ._kernel import kernel_building as _kernel_building
+
+
+def compiling_in_background() -> bool:
+    """True while a solver compiles in a background thread here (a PyRoki program, or the NumPy
+    kernel's first build): a live frame answered meanwhile shares the interpreter with it, so its
+    time is not the rig's (the live budget does not count it)."""
+    return _pyroki_building() or _kernel_building()
+
 
 __all__ = [
     "DEFAULT_LRU_SIZE",
@@ -40,6 +50,7 @@ __all__ = [
     "cache_root",
     "check_start",
     "check_targets",
+    "compiling_in_background",
     "converged",
     "descend_batch",
     "kernel_status",

@@ -23,6 +23,7 @@ from ._chain import problem_for
 from ._frame import FrameSolve, solve_frame
 from ._kernel import BRANCH_JUMP, kernel_status
 from ._numpy_backend import lm_run, solve_numpy
+from ._reach_bound import short_of_reach
 from ._types import (IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
                      check_targets, pack_targets)
 
@@ -197,6 +198,8 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch:
         return solve_avoiding(robot, targets, start, options, solve)
     target_arrays, start, problem = _checked(robot, targets, start, options)
     backend, fallback_reason = _choose_backend(options, robot, len(problem.free))
+    if _beyond_reach(robot, problem, target_arrays):
+        return _stop_short(robot, problem, start, target_arrays, options, t0, backend, fallback_reason)
     q_raw = None
     if backend == "pyroki" and len(problem.free):
         from ._pyroki_backend import solve_pyroki
@@ -217,8 +220,43 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch:
         backend = "numpy"
         q_raw, errors, iterations, _, over_budget, settled = solve_numpy(
             problem, start, target_arrays, options, t0, posture_argument(problem, target_arrays.weights, options.posture))
-    return _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
-                     fallback_reason, settled=settled, keep_branch=keep_branch)
+    result = _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
+                       fallback_reason, settled=settled, keep_branch=keep_branch)
+    if backend == "pyroki" and not result.converged and not options.cold:
+        # A warm float32 descent stuck beside a singularity or a limit (the arm left stretched by
+        # a drag out of reach) where NumPy's restarts get through: a reachable goal converges.
+        from ._posture import posture_argument
+
+        q_raw, errors, iterations, _, over_budget, settled = solve_numpy(
+            problem, start, target_arrays, options, t0, posture_argument(problem, target_arrays.weights, options.posture))
+        retried = _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget,
+                            "numpy", PYROKI_STUCK, settled=settled, keep_branch=keep_branch)
+        if retried.converged:
+            return retried
+    return result
+
+
+#: The note of a warm PyRoki solve that did not converge and NumPy's restarts answered instead.
+PYROKI_STUCK = "PyRoki's descent stalled here; the NumPy solver's restarts answered"
+
+
+def _beyond_reach(robot, problem, target_arrays) -> bool:
+    """A target no configuration can reach (core/solve/_reach_bound.py): farther from its chain's
+    first joint than the chain is long."""
+    return short_of_reach(problem, target_arrays.positions, robot.lower, robot.upper) > 0.0
+
+
+def _stop_short(robot, problem, start, target_arrays, options, t0, backend, fallback_reason) -> SolveResult:
+    """A goal beyond reach: one float64 descent from the start, which stretches the arm toward it
+    and stops short, instead of restarts that cannot find what is not there (they used to run to
+    the budget every frame of a drag out of reach and pause live updates). Cold or warm alike."""
+    tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
+    q_raw, errors, iterations, _ = lm_run(problem, start, target_arrays, tol_p, tol_r, options.max_iterations)
+    q, errors = _finish(robot, problem, start, q_raw, target_arrays, options, errors)
+    position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
+    return SolveResult(joints=q, position_error=position_error, rotation_error=rotation_error, converged=False,
+                       reason="out of reach", iterations=int(iterations), ms=(time.perf_counter() - t0) * 1000.0,
+                       backend="numpy", fallback_reason=fallback_reason if backend == "numpy" else None)
 
 
 def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,

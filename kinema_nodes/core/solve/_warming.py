@@ -293,3 +293,9 @@ def wait_for_builds(timeout: float | None = None) -> bool:
         if left is not None and left <= 0:
             return False
         pending[0].done.wait(left)
+
+
+def building() -> bool:
+    """True while a PyRoki program is queued or being built in the background."""
+    with _guard:
+        return any(build.state in ("queued", "running") for build in _builds.values())
