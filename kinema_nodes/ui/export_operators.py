@@ -65,41 +65,41 @@ class KINEMA_OT_export_trajectory(ReportingOperator, bpy.types.Operator, ExportH
                 + ("; limits exceeded (see Check Limits)" if flagged else ""))
 
 
-class KINEMA_OT_check_limits(ReportingOperator, bpy.types.Operator):
-    """Check the baked joint curves against velocity, acceleration and jerk limits (flags only: the animation is not changed)"""
-
-    bl_idname = "kinema.check_limits"
-    bl_label = "Check Limits"
-    # UNDO (ReportingOperator's): the check writes timeline markers and the table on the rig.
+class _OnBakedRig(ReportingOperator):
+    """An operator on one rig's baked curves (by name, else the active rig), its answer one report
+    line (UNDO, ReportingOperator's: each writes onto the rig or the file)."""
 
     rig: bpy.props.StringProperty(name="Rig")
 
     def execute(self, context):
-        def check():
-            rows = rig_limits.check_rig(_rig(context, self.rig), context.scene)[0].table()
-            if not rows:
-                return "within every limit checked"
-            return {"WARNING"}, (f"{len(rows)} limit violations: "
-                                 + "; ".join(f"{r['kind']} {r['joint']} ({len(r['frames'])} frames)" for r in rows[:4]))
-
-        return self.reported(check)
+        return self.reported(lambda: self.on_rig(_rig(context, self.rig), context.scene))
 
 
-class KINEMA_OT_retime(ReportingOperator, bpy.types.Operator):
+class KINEMA_OT_check_limits(_OnBakedRig, bpy.types.Operator):
+    """Check the baked joint curves against velocity, acceleration and jerk limits (flags only: the animation is not changed)"""
+
+    bl_idname = "kinema.check_limits"
+    bl_label = "Check Limits"
+
+    def on_rig(self, rig, scene):
+        """Writes timeline markers and the table on the rig."""
+        rows = rig_limits.check_rig(rig, scene)[0].table()
+        if not rows:
+            return "within every limit checked"
+        return {"WARNING"}, (f"{len(rows)} limit violations: "
+                             + "; ".join(f"{r['kind']} {r['joint']} ({len(r['frames'])} frames)" for r in rows[:4]))
+
+
+class KINEMA_OT_retime(_OnBakedRig, bpy.types.Operator):
     """Write a retimed copy of the action: the same path at the fastest timing the velocity and acceleration limits allow (the original is kept)"""
 
     bl_idname = "kinema.retime"
     bl_label = "Retime"
 
-    rig: bpy.props.StringProperty(name="Rig")
-
-    def execute(self, context):
-        def retime():
-            result, action = rig_limits.retime_rig(_rig(context, self.rig), context.scene)
-            return (f"shortest executable: {result.optimal_duration_s:.2f} s (was {result.original_duration_s:.2f} s); "
-                    f"'{action.name}' has {result.frame_count} frames")
-
-        return self.reported(retime)
+    def on_rig(self, rig, scene):
+        result, action = rig_limits.retime_rig(rig, scene)
+        return (f"shortest executable: {result.optimal_duration_s:.2f} s (was {result.original_duration_s:.2f} s); "
+                f"'{action.name}' has {result.frame_count} frames")
 
 
 class KINEMA_OT_per_joint_limits(bpy.types.Operator):
