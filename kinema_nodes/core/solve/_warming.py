@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._compiled_store import keep, loaded_solver_keys, ready
-from ._pyroki_program import CompiledSolver, Layout, export_path
+from ._pyroki_program import CompiledSolver, Layout, export_path, jax_available
 
 if TYPE_CHECKING:
     from ..model.robot import RobotModel
@@ -226,6 +226,9 @@ def _run(build: _Build) -> None:
     try:
         solver = CompiledSolver(build.robot, build.links)
         solver.compile()
+        # A program loaded from its export file never imported jaxlie; `solve` asks for it
+        # (`jax_available`) on its first PyRoki frame, and that import (~0.25 s) would land on a drag.
+        jax_available()
         keep(build.key, solver)
         build.solver = solver
         _record("from_disk" if solver.from_disk else "fresh", time.perf_counter() - t0)
