@@ -551,11 +551,17 @@ def _check_budget(solver, step, links: tuple, backend: str, ms: float, force: bo
     ordinary frames in a row over it. A one-off cost is never counted: the first solve to a set of
     links on a backend (a compile, a new Target Bone, a switched solver), a frame answered while a
     solver compiles in the background (PyRoki's build or the NumPy kernel's: they share the
-    interpreter with the frame), or one answered by a fallback (`note`)."""
+    interpreter with the frame), one answered by a fallback (`note`), and the first after this
+    Solver was switched to another solver or Target Bone (the compile may have been paid elsewhere,
+    but not this Solver's first call to it)."""
     compile_key = (step.robot.fingerprint, links, backend)
     one_off = compile_key not in SESSION.compiled_links
     if one_off:
         SESSION.compiled_links.add(compile_key)
+    asked = (step.backend, links)  # the solver and links this Solver was asked for: a switch of either is a one-off
+    if state.asked.get(step.node) != asked:
+        state.asked[step.node] = asked
+        one_off = True
     if force:
         return
     if one_off or note or _compiling_in_background():

@@ -22,7 +22,7 @@ class TreeState:
     the group tree's state (what the node itself shows)."""
 
     __slots__ = ("dirty", "spec", "program", "checked", "robot_nodes", "fast", "last_inputs", "readouts", "paused", "off_shown",
-                 "slow_frames")
+                 "slow_frames", "asked")
 
     def __init__(self):
         self.dirty = False
@@ -36,6 +36,7 @@ class TreeState:
         self.paused: set[str] = set()  # users of a group paused over budget (a plain Solver has `over_budget`)
         self.off_shown: dict = {}  # solver path -> (program, generation) whose Off readout is shown
         self.slow_frames: dict[str, int] = {}  # solver path -> ordinary frames in a row over budget
+        self.asked: dict[str, tuple] = {}  # solver path -> (solver, links) of its last solve: a switch is a one-off
 
     def compiled(self, spec, program) -> None:
         """The tree compiled to `program`: what was checked or bound for the last one goes."""

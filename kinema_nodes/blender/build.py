@@ -428,6 +428,9 @@ def _build(context, robot, urdf_text, rest, length, items, arrays, meshes, mater
         obj.matrix_parent_inverse = Matrix.Translation((0.0, -armature.bones[item.link].length, 0.0))
         obj.matrix_basis = Matrix(item.origin.tolist())
     rig.remember_robot(arm_obj, robot)
+    legal = np.clip(np.zeros(robot.dof), robot.lower, robot.upper)
+    if np.any(legal != 0.0):  # a zero pose outside the limits (the Panda's elbow, a Jaco's): the nearest pose within them
+        rig.write_joint_values(arm_obj, robot, legal)
     for obj in context.view_layer.objects:
         obj.select_set(False)
     arm_obj.select_set(True)

@@ -210,6 +210,9 @@ def _pyroki_robot(robot):
             limit.velocity = _NO_SPEED_LIMIT
             given[name] = copy.copy(joint)
             given[name].limit = limit
+        if joint.type == "revolute" and (joint.limit is None or joint.limit.lower is None or joint.limit.upper is None):
+            # a revolute joint without limits (a wheel) turns freely, as our model reads it: PyRoki refuses it as revolute
+            given.setdefault(name, copy.copy(joint)).type = "continuous"
     if given:
         urdf._joint_map = {name: given.get(name, joint) for name, joint in urdf.joint_map.items()}
         urdf._actuated_joints = [given.get(joint.name, joint) for joint in urdf._actuated_joints]
