@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from results_file import write_section  # noqa: E402
+from results_file import publish  # noqa: E402
 
 SECTION = "bench_before_after"
 ROBOTS = ("ur5", "panda")
@@ -105,11 +105,7 @@ def main() -> int:
         b, a = statistics.median(rows["before"][name]), statistics.median(rows["after"][name])
         ratio = f"{a / b:.2f}" if b else "—"
         lines.append(f"| {name} | {b:.4g} | {a:.4g} | {ratio} |")
-    text = "\n".join(lines)
-    print(text)
-    if not args.no_write:
-        write_section(SECTION, text)
-    return 0
+    return publish(SECTION, lines, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -159,13 +159,9 @@ def main() -> int:
         lines.append(f"| {row['robot']} | {row['dof']} | {row['link']} | {row['backend']} | "
                      f"{row['add_target_to_first_answer_s']:.2f} | {row['worst_drag_ms']:.1f} | {row['pauses']} | "
                      f"{row['reachable_drags_short']} | {row['find_solutions_s']:.2f} | {row['find_solutions_peak_mb']:.1f} |")
-    text = "\n".join(lines)
-    print(text)
-    if not args.no_write:
-        from results_file import write_section
+    from results_file import publish
 
-        write_section(SECTION, text)
-    return 0
+    return publish(SECTION, lines, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -17,3 +17,12 @@ def write_section(section: str, markdown: str, path: Path = RESULTS) -> None:
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     path.write_text(text)
+
+
+def publish(section: str, lines: list[str], write: bool = True) -> int:
+    """Print a benchmark's section and (unless `write` is off) put it in RESULTS.md; 0 for main()."""
+    markdown = "\n".join(lines)
+    print(markdown)
+    if write:
+        write_section(section, markdown)
+    return 0

@@ -4,6 +4,7 @@ depsgraph settle. Real Blender, real robots: these only shorten what each test w
 from __future__ import annotations
 
 import numpy as np
+from independent_fk import IndependentFK, pose_error  # noqa: F401 -- the Blender tests' yardstick, re-exported
 
 
 def import_rig(bpy, name_or_path, *, active: bool = False, **options):
@@ -46,59 +47,3 @@ def settle(bpy) -> None:
     """Let the depsgraph run the handlers, then evaluate what they wrote."""
     bpy.context.view_layer.update()
     bpy.context.view_layer.update()
-
-
-class IndependentFK:
-    """A link's pose relative to the robot's root by the robot file's own reader, not ours:
-    yourdfpy for a URDF, MuJoCo's mj_kinematics for an MJCF model."""
-
-    def __init__(self, robot):
-        self.robot = robot
-        path = str(robot.path)
-        self.mjcf = path.endswith(".xml")
-        if self.mjcf:
-            import mujoco
-
-            self.mujoco = mujoco
-            self.model = mujoco.MjModel.from_xml_path(path)
-            self.data = mujoco.MjData(self.model)
-            joint = mujoco.mjtObj.mjOBJ_JOINT
-            self.address = {j.name: int(self.model.jnt_qposadr[mujoco.mj_name2id(self.model, joint, j.name)])
-                            for j in robot.joints if j.is_movable}
-        else:
-            import yourdfpy
-
-            self.urdf = yourdfpy.URDF.load(path, load_meshes=False, build_scene_graph=True, build_collision_scene_graph=False)
-
-    def _body_pose(self, name):
-        mujoco = self.mujoco
-        body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, name)
-        if body < 0:  # a site (MJCF sites become links)
-            site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
-            rotation, position = self.data.site_xmat[site].reshape(3, 3), self.data.site_xpos[site]
-        else:
-            rotation = np.empty(9)
-            mujoco.mju_quat2Mat(rotation, self.data.xquat[body])
-            rotation, position = rotation.reshape(3, 3), self.data.xpos[body]
-        pose = np.eye(4)
-        pose[:3, :3], pose[:3, 3] = rotation, position
-        return pose
-
-    def pose(self, q, link) -> np.ndarray:
-        robot = self.robot
-        if not self.mjcf:
-            self.urdf.update_cfg(dict(zip(robot.actuated_joint_names, q)))
-            return self.urdf.get_transform(link, self.urdf.base_link)
-        mujoco = self.mujoco
-        self.data.qpos[:] = self.model.qpos0
-        for name, value in zip(robot.actuated_joint_names, q):
-            self.data.qpos[self.address[name]] = self.model.qpos0[self.address[name]] + value
-        mujoco.mj_kinematics(self.model, self.data)
-        root = np.eye(4) if robot.root_link == "world" else self._body_pose(robot.root_link)
-        return np.linalg.inv(root) @ self._body_pose(link)
-
-
-def pose_error(a, b) -> tuple[float, float]:
-    """(position m, rotation rad) between two 4x4 poses."""
-    angle = np.arccos(np.clip((np.trace(a[:3, :3].T @ b[:3, :3]) - 1) / 2, -1, 1))
-    return float(np.linalg.norm(a[:3, 3] - b[:3, 3])), float(angle)

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from independent_fk import mujoco_pose
+
 from kinema_nodes.core.model.example_robots import example_robot
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.loading import load_robot
@@ -31,20 +33,8 @@ def kinova3_mjcf() -> Path:
 
 
 def mujoco_fk(robot, q: np.ndarray, link: str) -> np.ndarray:
-    mujoco = pytest.importorskip("mujoco")
-    model = mujoco.MjModel.from_xml_path(str(robot.path))
-    data = mujoco.MjData(model)
-    data.qpos[:] = model.qpos0
-    for name, value in zip(robot.actuated_joint_names, q):
-        address = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)]
-        data.qpos[address] = model.qpos0[address] + value
-    mujoco.mj_kinematics(model, data)
-    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link)
-    rotation = np.empty(9)
-    mujoco.mju_quat2Mat(rotation, data.xquat[body])
-    out = np.eye(4)
-    out[:3, :3], out[:3, 3] = rotation.reshape(3, 3), data.xpos[body]
-    return out
+    pytest.importorskip("mujoco")
+    return mujoco_pose(robot.path, robot, q, link)
 
 
 def yourdfpy_fk(robot, q: np.ndarray, link: str) -> np.ndarray:

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from independent_fk import mujoco_pose
+
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.model.robot import is_gripper_part
@@ -82,24 +84,6 @@ def _pose(position, quaternion) -> np.ndarray:
     mujoco.mju_quat2Mat(rotation, np.asarray(quaternion, dtype=float))
     out = np.eye(4)
     out[:3, :3], out[:3, 3] = rotation.reshape(3, 3), position
-    return out
-
-
-def mujoco_pose(path: Path, robot, q: np.ndarray, link: str) -> np.ndarray:
-    """`link`'s world pose by MuJoCo's FK, with our configuration in qpos (a body or a site)."""
-    model = mujoco.MjModel.from_xml_path(str(path))
-    data = mujoco.MjData(model)
-    data.qpos[:] = model.qpos0
-    for name, value in zip(robot.actuated_joint_names, q):
-        address = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)]
-        data.qpos[address] = model.qpos0[address] + value
-    mujoco.mj_kinematics(model, data)
-    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link)
-    if body >= 0:
-        return _pose(data.xpos[body], data.xquat[body])
-    site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, link)
-    out = np.eye(4)
-    out[:3, :3], out[:3, 3] = data.site_xmat[site].reshape(3, 3), data.site_xpos[site]
     return out
 
 

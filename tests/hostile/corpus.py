@@ -23,6 +23,26 @@ def run_cli(*args: str, timeout: float = 180, env: dict | None = None, cwd: Path
                           timeout=timeout, env=environment, cwd=cwd or REPO, stdin=subprocess.DEVNULL)
 
 
+def within(limit: float, what: str, call):
+    """`call()` in a worker thread: (its result or None, the exception it raised or None); fails
+    the test if it is still running after `limit` seconds (a hang is the failure)."""
+    import threading
+
+    done: dict = {}
+
+    def work():
+        try:
+            done["result"] = call()
+        except BaseException as error:  # noqa: BLE001  (the test judges what came out)
+            done["error"] = error
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(limit)
+    assert not worker.is_alive(), f"{what} still running after {limit} s"
+    return done.get("result"), done.get("error")
+
+
 def error_lines(result: subprocess.CompletedProcess) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.strip()]
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from kinema_nodes.core.model.packages import PackageSearchPath
 from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.model.xacro import expand_xacro
 
-from corpus import assert_cli_refusal, assert_one_line, run_cli
+from corpus import assert_cli_refusal, assert_one_line, run_cli, within
 
 pytest.importorskip("xacro")
 
@@ -102,19 +101,8 @@ def place(tmp_path):
 
 def _expand(path: Path, limit: float = HANG_LIMIT, args=None):
     """expand_xacro in a worker thread: (text or None, error or None); fails if it outlives `limit`."""
-    done: dict = {}
-
-    def work():
-        try:
-            done["text"] = expand_xacro(path, args or {}, PackageSearchPath(robot_file=path))[0]
-        except BaseException as error:  # noqa: BLE001  (the test judges what came out)
-            done["error"] = error
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(limit)
-    assert not worker.is_alive(), f"expansion still running after {limit} s"
-    return done.get("text"), done.get("error")
+    text, error = within(limit, "expansion", lambda: expand_xacro(path, args or {}, PackageSearchPath(robot_file=path)))
+    return (None if text is None else text[0]), error
 
 
 def _refused_safely(place, body: str, *fragments: str, extra_files: dict | None = None) -> str:

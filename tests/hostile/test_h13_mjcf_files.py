@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
 
 import pytest
 
 from kinema_nodes.core.errors import RobotFileError
 from kinema_nodes.core.model.loading import load_robot
 
-from corpus import GOOD_STL, assert_cli_refusal, assert_one_line, run_cli
+from corpus import GOOD_STL, assert_cli_refusal, assert_one_line, run_cli, within
 
 pytest.importorskip("mujoco")
 
@@ -53,19 +52,7 @@ def place(tmp_path):
 
 
 def _load(path, limit: float = HANG_LIMIT):
-    done: dict = {}
-
-    def work():
-        try:
-            done["robot"] = load_robot(path, check_meshes=False)
-        except BaseException as error:  # noqa: BLE001  (the test judges what came out)
-            done["error"] = error
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(limit)
-    assert not worker.is_alive(), f"loading still running after {limit} s"
-    return done.get("robot"), done.get("error")
+    return within(limit, "loading", lambda: load_robot(path, check_meshes=False))
 
 
 def _refused(path, *fragments) -> str:
