@@ -23,6 +23,7 @@ import numpy as np
 from ..collision import (Avoid, Clearance, Pairs, check_avoid, collision_reason, measure_pairs, movable_rows, prepare_pairs,
                          summarise)
 from ._chain import problem_for
+from ._posture import redundancy
 from ._types import SolveResult, check_targets
 
 if TYPE_CHECKING:
@@ -39,10 +40,6 @@ MAX_STEP = 0.3
 SETTLE_ITERATIONS = 20
 #: Iterations of the collision-aware descent.
 DESCENT_ITERATIONS = 150
-#: Time the avoiding descent may take after the plain solve, in plain solve budgets (SolveOptions.budget_ms).
-AVOID_BUDGETS = 4
-#: ... and never more than this (s): a bake gives each frame a budget of a minute.
-MAX_AVOID_S = 1.0
 #: A pose this share of the margin clear keeps the margin (the descent settles a hair inside it).
 KEPT = 0.9
 #: A solve that stops short with a pair this close (m, beyond the margin) was stopped by that pair.
@@ -51,6 +48,12 @@ BLOCKED_WITHIN = 0.01
 BRANCH_SEEDS = 24
 #: Seeds beyond the start and the plain answer that a cold solve tries.
 COLD_SEEDS = 6
+#: Step along the poses that all reach the goal (rad of joint-space length) when sliding clear ...
+SLIDE_STEP = 0.05
+#: ... and how many steps each way (3 rad: the elbow of a 7-axis arm goes half round).
+SLIDE_STEPS = 60
+#: Gauss-Newton steps that pull a slid pose back onto the goal.
+PULL_BACK = 8
 
 
 def _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin, rows):
@@ -85,7 +88,7 @@ def _priority_step(j_pose, r_pose, j_hinge, r_hinge, lam):
     return dx_hinge + null @ dx_pose
 
 
-def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, iterations, margin, deadline=math.inf, rows=None):
+def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, iterations, margin, rows=None):
     """Levenberg-Marquardt on [pose residual; hinge residuals of pairs closer than `margin`],
     a step taken only when it lowers the sum of squares. Returns the best collision-free iterate
     (one keeping the margin first, then pose error; the least-penetrating one when none is
@@ -114,7 +117,7 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
         pose_ok = bool(np.all((errors <= (tol_p, tol_r)) | (weights == 0)))
         if pose_ok and (not hinge.any() or (dmin >= 0 and used >= SETTLE_ITERATIONS)):
             break
-        if used >= iterations or rejected > 10 or time.perf_counter() > deadline:
+        if used >= iterations or rejected > 10:
             break
         j_pose = jac * wrow[:, None]
         active = np.flatnonzero(hinge > 0)
@@ -156,6 +159,52 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
     return q_best, errors_best, dmin_best, used, nearest
 
 
+def _slide_clear(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, rows) -> list[np.ndarray]:
+    """On an arm with joints to spare, the poses that reach the goal form a family (an elbow
+    swinging round the line from shoulder to wrist). Walk it both ways from `q0` in small steps,
+    each pulled back onto the goal, and return the first pose each way that keeps the margin:
+    the clear answers nearest `q0` on its branch. Deterministic, and where the obstacle moves a
+    little the answers move a little."""
+    free = problem.free
+    lower, upper = robot.lower[free], robot.upper[free]
+    weights = targets.weights
+    wrow = np.repeat(weights, 3, axis=1).reshape(-1)
+    keep = KEPT * avoid.margin_m
+    found = []
+    for sign in (1.0, -1.0):
+        q = np.clip(q0.copy(), robot.lower, robot.upper)
+        direction = None
+        for _ in range(SLIDE_STEPS):
+            _, _, jac = problem.residual(q[None], targets.rotations, targets.positions)
+            j = jac[0] * wrow[:, None]
+            _, singular, vt = np.linalg.svd(j)
+            rank = int(np.sum(singular > 1e-6 * max(float(singular[0]), 1e-12)))
+            null = vt[rank:]
+            if not len(null):
+                break
+            d = null[0] * sign if direction is None else null.T @ (null @ direction)
+            norm = float(np.linalg.norm(d))
+            if norm < 1e-9:
+                break
+            direction = d / norm
+            q[free] = np.clip(q[free] + SLIDE_STEP * direction, lower, upper)
+            ok = False
+            for _ in range(PULL_BACK):
+                errors, residual, jac = problem.residual(q[None], targets.rotations, targets.positions)
+                ok = bool(np.all((errors[0] <= (tol_p, tol_r)) | (weights == 0)))
+                if ok:
+                    break
+                step = np.linalg.lstsq(jac[0] * wrow[:, None], residual[0] * wrow, rcond=1e-9)[0]
+                q[free] = np.clip(q[free] + step, lower, upper)
+            if not ok:
+                break  # a limit or a singular pose ends the family here
+            reach = measure_pairs(robot, model, kin, avoid, q)[0].subset(rows).d
+            if not len(reach) or float(reach.min()) >= keep:
+                found.append(q.copy())
+                break
+    return found
+
+
 def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], start: np.ndarray, options: SolveOptions,
                    plain_solve: Callable[..., SolveResult]) -> SolveResult:
     """`solve` under `options.avoid` (see the module docstring). `plain_solve` is the solve
@@ -164,7 +213,6 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
     avoid = options.avoid
     check_avoid(avoid)
     model, kin = prepare_pairs(robot, avoid)
-    t0 = time.perf_counter()
     plain_options = replace(options, avoid=None)
     base = plain_solve(robot, targets, start, plain_options)
     base_pairs, _ = measure_pairs(robot, model, kin, avoid, base.joints)
@@ -175,20 +223,21 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
     problem = problem_for(robot, arrays.links, frozenset(options.held_joints))
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     start = np.asarray(start, dtype=float)
-    seeds = [base.joints, start] if base.converged else [start, base.joints]
+    # Given a posture, every seed is a function of this frame's inputs, never of the frame the arm
+    # came from: the plain answer (start-independent on its branch, by the posture slide), then the posture.
+    anchor = _anchor(robot, start, options, problem.free)
+    seeds = [base.joints, anchor]
     if options.cold:
         rng = np.random.default_rng(1)
         for q in robot.random_configurations(COLD_SEEDS, rng):
-            seed = start.copy()
+            seed = anchor.copy()
             seed[problem.free] = q[problem.free]
             seeds.append(seed)
-    candidates = [start]  # the start itself: an answer no worse than where the arm is, whatever time allows
+    candidates = [anchor]  # an answer no worse than the canonical pose, whatever the descents find
     if base.converged and base_clear.min_m >= 0:
         candidates.append(base.joints)
     iterations = base.iterations
     blockers = []
-    # the avoiding descent's own time: a few plain budgets, counted from here
-    budget_s = time.perf_counter() - t0 + min(options.budget_ms / 1000.0 * AVOID_BUDGETS, MAX_AVOID_S)
     margins = (avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)
     finished = False
     rows = movable_rows(model, kin, avoid, problem.free)
@@ -199,7 +248,7 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         warm = replace(plain_options, cold=False)
         rng = np.random.default_rng(2)
         for q in robot.random_configurations(BRANCH_SEEDS, rng):
-            seed = start.copy()
+            seed = anchor.copy()
             seed[problem.free] = q[problem.free]
             other = plain_solve(robot, targets, seed, warm, keep_branch=False)  # a random seed: any branch will do
             iterations += other.iterations
@@ -212,15 +261,20 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
                     break
                 if float(other_pairs.d.min(initial=math.inf)) >= 0:
                     candidates.append(other.joints)
-            if time.perf_counter() - t0 > budget_s:
-                break
         if finished:
             seeds = []
+    if not finished and base.converged and redundancy(problem, arrays.weights) > 0:
+        slid = _slide_clear(robot, problem, model, kin, avoid, base.joints, arrays, tol_p, tol_r, rows)
+        candidates += slid
+        if slid:
+            seeds, finished = [], True
+    # Bounded by iterations, not by the clock: the answer must not depend on the machine's load
+    # (a frame's pose depends only on its inputs, and Bake keys what playback showed).
     for seed in seeds:
         for margin in margins:
             q, errors, dmin, used, nearest = _descend(robot, problem, model, kin, avoid, seed, arrays, tol_p, tol_r,
                                                       max(DESCENT_ITERATIONS, int(options.max_iterations)), margin,
-                                                      t0 + budget_s, rows)
+                                                      rows=rows)
             iterations += used
             candidates.append(q)
             ok = bool(np.all((errors <= (tol_p, tol_r)) | (arrays.weights == 0)))
@@ -230,9 +284,10 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
             if not ok and nearest is not None:
                 blockers.append(nearest)
             seed = q
-        if finished or time.perf_counter() - t0 > budget_s:
+        if finished:
             break
-    # the answer: collision-free first, then within tolerance, then clear by the margin, then nearest the goal
+    # the answer: collision-free first, then within tolerance, then clear by the margin, then nearest the canonical pose
+    # (on target) or the goal
     scored = []
     for q in candidates:
         q_done = np.clip(q, robot.lower, robot.upper)
@@ -244,8 +299,10 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         ok = bool(np.all((errors_done <= (tol_p, tol_r)) | (arrays.weights == 0)))
         cost = float(np.sum((errors_done * arrays.weights) ** 2))
         free = reach >= 0
+        # among answers on target, the one nearest the canonical pose: a choice made by this frame's inputs alone
+        last = float(np.sum((q_done - anchor) ** 2)) if ok else cost
         scored.append(((0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if reach >= KEPT * avoid.margin_m else 1,
-                        cost if free else -reach), q_done, errors_done, clear, ok, movable))
+                        last if free else -reach), q_done, errors_done, clear, ok, movable))
     scored.sort(key=lambda item: item[0])
     _, q, errors, clear, ok, movable = scored[0]
     converged = ok and clear.min_m >= 0
@@ -277,6 +334,16 @@ def _blocked_reason(clear: Clearance, movable: Pairs, blockers: list, avoid: Avo
     if blockers:
         return collision_reason(blockers[0], clear.obstacles)
     return None
+
+
+def _anchor(robot, start: np.ndarray, options: SolveOptions, free: np.ndarray) -> np.ndarray:
+    """The canonical pose of this frame: its posture on the joints the solve moves (the rest as
+    the frame holds them). A solve given no posture (a one-off solve, the CLI) has only the start."""
+    if options.posture is not None and len(options.posture) == robot.dof and np.all(np.isfinite(options.posture)):
+        anchor = start.copy()
+        anchor[free] = np.asarray(options.posture, dtype=float)[free]
+        return np.clip(anchor, robot.lower, robot.upper)
+    return np.clip(start, robot.lower, robot.upper)
 
 
 def _with_clearance(result, clear: Clearance, t0: float):
