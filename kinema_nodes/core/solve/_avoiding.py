@@ -159,6 +159,28 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
     return q_best, errors_best, dmin_best, used, nearest
 
 
+def _other_branches(robot, targets, anchor, plain_options, plain_solve, problem, model, kin, avoid, rows, candidates) -> tuple[bool, int]:
+    """Plain solves from `BRANCH_SEEDS` fixed random seeds (any branch will do); each answer on
+    target and clear joins `candidates`. Returns (one keeps the margin, iterations used)."""
+    warm = replace(plain_options, cold=False)
+    rng = np.random.default_rng(2)
+    iterations = 0
+    for q in robot.random_configurations(BRANCH_SEEDS, rng):
+        seed = anchor.copy()
+        seed[problem.free] = q[problem.free]
+        other = plain_solve(robot, targets, seed, warm, keep_branch=False)
+        iterations += other.iterations
+        if other.converged:
+            other_pairs, _ = measure_pairs(robot, model, kin, avoid, other.joints)
+            reach = other_pairs.subset(rows).d
+            if not len(reach) or float(reach.min()) >= KEPT * avoid.margin_m:
+                candidates.append(other.joints)
+                return True, iterations
+            if float(other_pairs.d.min(initial=math.inf)) >= 0:
+                candidates.append(other.joints)
+    return False, iterations
+
+
 def _slide_clear(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, rows) -> list[np.ndarray]:
     """On an arm with joints to spare, the poses that reach the goal form a family (an elbow
     swinging round the line from shoulder to wrist). Walk it both ways from `q0` in small steps,
@@ -245,22 +267,9 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         # Another branch first: plain solves from random seeds cost a fraction of a millisecond
         # each, and a goal the plain answer reaches through something is often reached clear by
         # another branch (an elbow up instead of down).
-        warm = replace(plain_options, cold=False)
-        rng = np.random.default_rng(2)
-        for q in robot.random_configurations(BRANCH_SEEDS, rng):
-            seed = anchor.copy()
-            seed[problem.free] = q[problem.free]
-            other = plain_solve(robot, targets, seed, warm, keep_branch=False)  # a random seed: any branch will do
-            iterations += other.iterations
-            if other.converged:
-                other_pairs, _ = measure_pairs(robot, model, kin, avoid, other.joints)
-                reach = other_pairs.subset(rows).d
-                if not len(reach) or float(reach.min()) >= KEPT * avoid.margin_m:
-                    candidates.append(other.joints)
-                    finished = True
-                    break
-                if float(other_pairs.d.min(initial=math.inf)) >= 0:
-                    candidates.append(other.joints)
+        finished, used = _other_branches(robot, targets, anchor, plain_options, plain_solve, problem, model, kin, avoid, rows,
+                                         candidates)
+        iterations += used
         if finished:
             seeds = []
     if not finished and base.converged and redundancy(problem, arrays.weights) > 0:
@@ -286,6 +295,12 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
             seed = q
         if finished:
             break
+    if not finished and not options.cold:
+        # Nothing on this branch reaches the goal clear: the free answer that exists may be on
+        # another (a warm solve searches there last, so an arm that can stay on its branch does).
+        finished, used = _other_branches(robot, targets, anchor, plain_options, plain_solve, problem, model, kin, avoid, rows,
+                                         candidates)
+        iterations += used
     # the answer: collision-free first, then within tolerance, then clear by the margin, then nearest the canonical pose
     # (on target) or the goal
     scored = []
