@@ -1,11 +1,18 @@
 """The solve that keeps clear of collisions: what `solve` runs when `SolveOptions.avoid` is set.
 
-The plain solve first; if its answer is within tolerance and clear, that is the answer. Otherwise a
-damped least-squares descent on the pose residual plus one hinge residual per pair closer than
-the margin (each pair's distance gradient from the Jacobian of its closest point), from the
-start and from the plain answer. Of the answers that do not collide, the one nearest the goal
-wins; a pose that reaches the goal but collides is never reported as converged, and when the
-goal cannot be reached without a collision the answer stops short with the pair named.
+The plain solve first; if its answer is within tolerance and clear, that is the answer. Otherwise,
+on an arm with joints to spare, a walk along the poses that all reach the goal to the nearest
+clear one each way; then a damped least-squares descent on the pose residual plus one hinge
+residual per pair closer than the margin (each pair's distance gradient from the Jacobian of its
+closest point), from the plain answer and from the posture; then, if nothing on that branch
+reaches the goal clear, plain solves from fixed random seeds on other branches (a cold solve
+tries those first). Of the answers that do not collide, those on target win, the one nearest the
+posture first; a pose that reaches the goal but collides is never reported as converged, and when
+the goal cannot be reached without a collision the answer stops short with the pair named.
+
+Given a posture, nothing here depends on the start beyond the plain answer's branch, nor on the
+clock (every search is bounded by iterations and seeds): a frame's pose depends only on its
+inputs, so scrubbing either way and the bake agree (README).
 
 The distances, the robot's capsules and the world are `core.collision`'s; this file is only the
 descent and the choice of answer.
