@@ -1,6 +1,6 @@
 """Collision-aware solves find the free answer that exists (issue #29, item 15).
 
-    .venv/bin/python bench/bench_avoid_box.py --n 200
+    .venv/bin/python bench/bench_avoid_box.py --n 200 --write
 
 A 6-axis arm beside a tall box (scaled to the arm's reach). Targets: the tool pose of random
 configurations that FCL (bench/fcl_check.py: python-fcl on the robot's own collision meshes,
@@ -100,10 +100,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", action="store_true", help="write the section of bench/RESULTS.md")
     args = parser.parse_args()
-    lines = [f"Command: `.venv/bin/python bench/bench_avoid_box.py --n {args.n}`. A tall box beside each arm; targets FCL "
-             f"finds >= {MARGIN * 1000:g} mm clear; Avoid Collisions (self + box, margin {MARGIN * 1000:g} mm), NumPy, cold and warm, "
-             "from mid-range; judged by FCL on the robot's own meshes.", "",
-             "| robot | solve | targets | on target and free by FCL | converged but colliding | not answered free (of them: the capsules "
+    lines = [f"Command: `.venv/bin/python bench/bench_avoid_box.py --n {args.n} --write`. A tall box beside each arm; targets FCL "
+             f"finds >= {MARGIN * 1000:g} mm clear; Avoid Collisions (self + box, margin {MARGIN * 1000:g} mm), NumPy, "
+             "cold and warm, from mid-range; judged by FCL on the robot's own meshes.", "",
+             "| robot | solve | targets | on target and free by FCL | converged but colliding | not answered free "
+             "(of them: the capsules "
              "call the known free answer colliding) | median / p95 ms |", "|---|---|---|---|---|---|---|"]
     for name in ROBOTS:
         for cold in (True, False):
@@ -119,7 +120,8 @@ def main() -> None:
     if args.write:
         from results_file import write_section
 
-        write_section("avoid_box", "## Avoid Collisions finds the free answer (issue 29 item 15, `bench/bench_avoid_box.py`)\n\n" + text)
+        title = "## Avoid Collisions finds the free answer (issue 29 item 15, `bench/bench_avoid_box.py`)"
+        write_section("avoid_box", title + "\n\n" + text)
 
 
 if __name__ == "__main__":

@@ -166,7 +166,8 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
     return q_best, errors_best, dmin_best, used, nearest
 
 
-def _other_branches(robot, targets, anchor, plain_options, plain_solve, problem, model, kin, avoid, rows, candidates) -> tuple[bool, int]:
+def _other_branches(robot, targets, anchor, plain_options, plain_solve, problem, model, kin, avoid, rows,
+                    candidates) -> tuple[bool, int]:
     """Plain solves from `BRANCH_SEEDS` fixed random seeds (any branch will do); each answer on
     target and clear joins `candidates`. Returns (one keeps the margin, iterations used)."""
     warm = replace(plain_options, cold=False)
@@ -323,8 +324,9 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         free = reach >= 0
         # among answers on target, the one nearest the canonical pose: a choice made by this frame's inputs alone
         last = float(np.sum((q_done - anchor) ** 2)) if ok else cost
-        scored.append(((0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if reach >= KEPT * avoid.margin_m else 1,
-                        last if free else -reach), q_done, errors_done, clear, ok, movable))
+        kept = reach >= KEPT * avoid.margin_m
+        key = (0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if kept else 1, last if free else -reach)
+        scored.append((key, q_done, errors_done, clear, ok, movable))
     scored.sort(key=lambda item: item[0])
     _, q, errors, clear, ok, movable = scored[0]
     converged = ok and clear.min_m >= 0
