@@ -31,7 +31,7 @@ FRAMES = 24
 MARGIN_MM = 5.0
 
 
-def crossing_scene(bpy, name):
+def crossing_scene(bpy, name, backend="NUMPY"):
     """The arm bent at `ROBOTS[name]`, an IK target on its hand holding still there, and a 12 cm
     crate keyed to slide 1 m along y through the elbow, in the solver's Obstacles collection."""
     from kinema_nodes.core.model.kinematics import link_pose
@@ -41,7 +41,7 @@ def crossing_scene(bpy, name):
     rig = bpy.context.view_layer.objects.active
     robot = robot_of(rig)
     pose_rig(bpy, rig, home)
-    tree, target, solver = add_target(bpy, rig, robot.tool_point)
+    tree, target, solver = add_target(bpy, rig, robot.tool_point, backend)
     elbow = link_pose(robot, np.array(home), elbow_link)[:3, 3]
     bpy.ops.mesh.primitive_cube_add(size=0.12, location=(elbow[0], elbow[1] - 0.5, elbow[2]))
     crate = bpy.context.active_object
@@ -75,12 +75,15 @@ def play(bpy, rig, solver, frames):
     return seen
 
 
+@pytest.mark.parametrize("backend", ["NUMPY", "PYROKI"])
 @pytest.mark.parametrize("name", sorted(ROBOTS))
-def test_a_crate_sliding_through_the_elbow_gives_the_same_pose_forward_backward_looped_and_baked(blender, name):
+def test_a_crate_sliding_through_the_elbow_gives_the_same_pose_forward_backward_looped_and_baked(blender, name, backend):
     bpy = blender
     from kinema_nodes.blender.baking import bake_tree
+    from kinema_nodes.core.solve import wait_for_pyroki
 
-    rig, tree, solver, crate = crossing_scene(bpy, name)
+    rig, tree, solver, crate = crossing_scene(bpy, name, backend)
+    wait_for_pyroki()  # the compile Add IK Target started: every frame below is PyRoki's, not the kernel's meanwhile
     robot = robot_of(rig)
     frames = list(range(1, FRAMES + 1))
     forward = play(bpy, rig, solver, frames)
