@@ -61,6 +61,8 @@ SLIDE_STEP = 0.05
 SLIDE_STEPS = 60
 #: Gauss-Newton steps that pull a slid pose back onto the goal.
 PULL_BACK = 8
+#: Halvings of the step that first clears: the slid answer sits at the margin's edge to SLIDE_STEP / 2**10.
+EDGE_HALVINGS = 10
 
 
 def _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin, rows):
@@ -192,14 +194,30 @@ def _other_branches(robot, targets, anchor, plain_options, plain_solve, problem,
 def _slide_clear(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, rows) -> list[np.ndarray]:
     """On an arm with joints to spare, the poses that reach the goal form a family (an elbow
     swinging round the line from shoulder to wrist). Walk it both ways from `q0` in small steps,
-    each pulled back onto the goal, and return the first pose each way that keeps the margin:
-    the clear answers nearest `q0` on its branch. Deterministic, and where the obstacle moves a
-    little the answers move a little."""
+    each pulled back onto the goal; where a step first keeps the margin, halve the last step
+    until the pose sits at the margin's edge. Returns that pose each way: the clear answers
+    nearest `q0` on its branch. Deterministic, and where the obstacle moves a little the answers
+    move a little (not in steps of `SLIDE_STEP`)."""
     free = problem.free
     lower, upper = robot.lower[free], robot.upper[free]
     weights = targets.weights
     wrow = np.repeat(weights, 3, axis=1).reshape(-1)
     keep = KEPT * avoid.margin_m
+
+    def onto_goal(q):
+        for _ in range(PULL_BACK):
+            errors, residual, jac = problem.residual(q[None], targets.rotations, targets.positions)
+            if bool(np.all((errors[0] <= (tol_p, tol_r)) | (weights == 0))):
+                return True
+            step = np.linalg.lstsq(jac[0] * wrow[:, None], residual[0] * wrow, rcond=1e-9)[0]
+            q[free] = np.clip(q[free] + step, lower, upper)
+        errors = problem.residual(q[None], targets.rotations, targets.positions, with_jacobian=False)[0][0]
+        return bool(np.all((errors <= (tol_p, tol_r)) | (weights == 0)))
+
+    def clear(q):
+        reach = measure_pairs(robot, model, kin, avoid, q)[0].subset(rows).d
+        return not len(reach) or float(reach.min()) >= keep
+
     found = []
     for sign in (1.0, -1.0):
         q = np.clip(q0.copy(), robot.lower, robot.upper)
@@ -217,19 +235,19 @@ def _slide_clear(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, r
             if norm < 1e-9:
                 break
             direction = d / norm
+            behind = q.copy()
             q[free] = np.clip(q[free] + SLIDE_STEP * direction, lower, upper)
-            ok = False
-            for _ in range(PULL_BACK):
-                errors, residual, jac = problem.residual(q[None], targets.rotations, targets.positions)
-                ok = bool(np.all((errors[0] <= (tol_p, tol_r)) | (weights == 0)))
-                if ok:
-                    break
-                step = np.linalg.lstsq(jac[0] * wrow[:, None], residual[0] * wrow, rcond=1e-9)[0]
-                q[free] = np.clip(q[free] + step, lower, upper)
-            if not ok:
+            if not onto_goal(q):
                 break  # a limit or a singular pose ends the family here
-            reach = measure_pairs(robot, model, kin, avoid, q)[0].subset(rows).d
-            if not len(reach) or float(reach.min()) >= keep:
+            if clear(q):
+                for _ in range(EDGE_HALVINGS):  # behind: on the goal, inside the margin; q: on the goal, clear
+                    middle = 0.5 * (behind + q)
+                    if not onto_goal(middle):
+                        break
+                    if clear(middle):
+                        q = middle
+                    else:
+                        behind = middle
                 found.append(q.copy())
                 break
     return found
