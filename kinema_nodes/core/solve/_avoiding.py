@@ -12,7 +12,10 @@ the goal cannot be reached without a collision the answer stops short with the p
 
 Given a posture, nothing here depends on the start beyond the plain answer's branch, nor on the
 clock (every search is bounded by iterations and seeds): a frame's pose depends only on its
-inputs, so scrubbing either way and the bake agree (README).
+inputs, so scrubbing either way and the bake agree (README). The one exception: when nothing
+those inputs lead to is clear and on target, the start and a descent from it are tried last (a
+clear pose beats a repeatable collision, and continuity finds what a search from the posture
+can miss, such as two hands past each other); such a frame may depend on the path to it.
 
 The distances, the robot's capsules and the world are `core.collision`'s; this file is only the
 descent and the choice of answer.
@@ -329,8 +332,7 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         iterations += used
     # the answer: collision-free first, then within tolerance, then clear by the margin, then nearest the canonical pose
     # (on target) or the goal
-    scored = []
-    for q in candidates:
+    def score(q):
         q_done = np.clip(q, robot.lower, robot.upper)
         errors_done = problem.residual(q_done[None], arrays.rotations, arrays.positions, with_jacobian=False)[0][0]
         pairs, _ = measure_pairs(robot, model, kin, avoid, q_done)
@@ -344,8 +346,20 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         last = float(np.sum((q_done - anchor) ** 2)) if ok else cost
         kept = reach >= KEPT * avoid.margin_m
         key = (0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if kept else 1, last if free else -reach)
-        scored.append((key, q_done, errors_done, clear, ok, movable))
-    scored.sort(key=lambda item: item[0])
+        return key, q_done, errors_done, clear, ok, movable
+
+    scored = sorted((score(q) for q in candidates), key=lambda item: item[0])
+    if scored[0][0][:3] != (0, 0, 0) and not np.array_equal(start, anchor):
+        # Nothing this frame's inputs lead to is clear and on target: then, and only then, from
+        # where the arm is (two hands that have crossed stay crossed; a colliding posture is not
+        # kept while a clear pose is at hand).
+        extra = [start]
+        for margin in margins:
+            q, _, _, used, _ = _descend(robot, problem, model, kin, avoid, extra[-1], arrays, tol_p, tol_r,
+                                        max(DESCENT_ITERATIONS, int(options.max_iterations)), margin, rows=rows)
+            iterations += used
+            extra.append(q)
+        scored = sorted(scored + [score(q) for q in extra], key=lambda item: item[0])
     _, q, errors, clear, ok, movable = scored[0]
     converged = ok and clear.min_m >= 0
     if converged:
