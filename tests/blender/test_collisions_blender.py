@@ -26,8 +26,7 @@ def ur10_with_target(bpy, rotation_weight=1.0):
     rig = import_rig(bpy, UR10)
     pose_rig(bpy, rig, UR_HOME)
     tree, target, solver = add_target(bpy, rig, "tool0")
-    # A budget well above a frame's solve on a loaded machine, so Live IK never pauses mid-test;
-    # the avoiding solve stops trying after four budgets.
+    # A budget well above a frame's solve on a loaded machine, so Live IK never pauses mid-test.
     solver.use_own_budget, solver.budget_ms = True, 500.0
     target.rotation_weight = rotation_weight
     return rig, tree, target, solver

@@ -1,11 +1,21 @@
 """The solve that keeps clear of collisions: what `solve` runs when `SolveOptions.avoid` is set.
 
-The plain solve first; if its answer is within tolerance and clear, that is the answer. Otherwise a
-damped least-squares descent on the pose residual plus one hinge residual per pair closer than
-the margin (each pair's distance gradient from the Jacobian of its closest point), from the
-start and from the plain answer. Of the answers that do not collide, the one nearest the goal
-wins; a pose that reaches the goal but collides is never reported as converged, and when the
-goal cannot be reached without a collision the answer stops short with the pair named.
+The plain solve first; if its answer is within tolerance and clear, that is the answer. Otherwise,
+on an arm with joints to spare, a walk along the poses that all reach the goal to the nearest
+clear one each way; then a damped least-squares descent on the pose residual plus one hinge
+residual per pair closer than the margin (each pair's distance gradient from the Jacobian of its
+closest point), from the plain answer and from the posture; then, if nothing on that branch
+reaches the goal clear, plain solves from fixed random seeds on other branches (a cold solve
+tries those first). Of the answers that do not collide, those on target win, the one nearest the
+posture first; a pose that reaches the goal but collides is never reported as converged, and when
+the goal cannot be reached without a collision the answer stops short with the pair named.
+
+Given a posture, nothing here depends on the start beyond the plain answer's branch, nor on the
+clock (every search is bounded by iterations and seeds): a frame's pose depends only on its
+inputs, so scrubbing either way and the bake agree (README). The one exception: when nothing
+those inputs lead to is clear and on target, the start and a descent from it are tried last (a
+clear pose beats a repeatable collision, and continuity finds what a search from the posture
+can miss, such as two hands past each other); such a frame may depend on the path to it.
 
 The distances, the robot's capsules and the world are `core.collision`'s; this file is only the
 descent and the choice of answer.
@@ -23,6 +33,7 @@ import numpy as np
 from ..collision import (Avoid, Clearance, Pairs, check_avoid, collision_reason, measure_pairs, movable_rows, prepare_pairs,
                          summarise)
 from ._chain import problem_for
+from ._posture import redundancy
 from ._types import SolveResult, check_targets
 
 if TYPE_CHECKING:
@@ -39,10 +50,6 @@ MAX_STEP = 0.3
 SETTLE_ITERATIONS = 20
 #: Iterations of the collision-aware descent.
 DESCENT_ITERATIONS = 150
-#: Time the avoiding descent may take after the plain solve, in plain solve budgets (SolveOptions.budget_ms).
-AVOID_BUDGETS = 4
-#: ... and never more than this (s): a bake gives each frame a budget of a minute.
-MAX_AVOID_S = 1.0
 #: A pose this share of the margin clear keeps the margin (the descent settles a hair inside it).
 KEPT = 0.9
 #: A solve that stops short with a pair this close (m, beyond the margin) was stopped by that pair.
@@ -51,6 +58,14 @@ BLOCKED_WITHIN = 0.01
 BRANCH_SEEDS = 24
 #: Seeds beyond the start and the plain answer that a cold solve tries.
 COLD_SEEDS = 6
+#: Step along the poses that all reach the goal (rad of joint-space length) when sliding clear ...
+SLIDE_STEP = 0.05
+#: ... and how many steps each way (3 rad: the elbow of a 7-axis arm goes half round).
+SLIDE_STEPS = 60
+#: Gauss-Newton steps that pull a slid pose back onto the goal.
+PULL_BACK = 8
+#: Halvings of the step that first clears: the slid answer sits at the margin's edge to SLIDE_STEP / 2**10.
+EDGE_HALVINGS = 10
 
 
 def _evaluate(robot, problem, model, kin, avoid, q, targets, wrow, margin, rows):
@@ -85,7 +100,7 @@ def _priority_step(j_pose, r_pose, j_hinge, r_hinge, lam):
     return dx_hinge + null @ dx_pose
 
 
-def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, iterations, margin, deadline=math.inf, rows=None):
+def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, iterations, margin, rows=None):
     """Levenberg-Marquardt on [pose residual; hinge residuals of pairs closer than `margin`],
     a step taken only when it lowers the sum of squares. Returns the best collision-free iterate
     (one keeping the margin first, then pose error; the least-penetrating one when none is
@@ -114,7 +129,7 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
         pose_ok = bool(np.all((errors <= (tol_p, tol_r)) | (weights == 0)))
         if pose_ok and (not hinge.any() or (dmin >= 0 and used >= SETTLE_ITERATIONS)):
             break
-        if used >= iterations or rejected > 10 or time.perf_counter() > deadline:
+        if used >= iterations or rejected > 10:
             break
         j_pose = jac * wrow[:, None]
         active = np.flatnonzero(hinge > 0)
@@ -156,6 +171,91 @@ def _descend(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, itera
     return q_best, errors_best, dmin_best, used, nearest
 
 
+def _other_branches(robot, targets, anchor, plain_options, plain_solve, problem, model, kin, avoid, rows,
+                    candidates) -> tuple[bool, int]:
+    """Plain solves from `BRANCH_SEEDS` fixed random seeds (any branch will do); each answer on
+    target and clear joins `candidates`. Returns (one keeps the margin, iterations used)."""
+    warm = replace(plain_options, cold=False)
+    rng = np.random.default_rng(2)
+    iterations = 0
+    for q in robot.random_configurations(BRANCH_SEEDS, rng):
+        seed = anchor.copy()
+        seed[problem.free] = q[problem.free]
+        other = plain_solve(robot, targets, seed, warm, keep_branch=False)
+        iterations += other.iterations
+        if other.converged:
+            other_pairs, _ = measure_pairs(robot, model, kin, avoid, other.joints)
+            reach = other_pairs.subset(rows).d
+            if not len(reach) or float(reach.min()) >= KEPT * avoid.margin_m:
+                candidates.append(other.joints)
+                return True, iterations
+            if float(other_pairs.d.min(initial=math.inf)) >= 0:
+                candidates.append(other.joints)
+    return False, iterations
+
+
+def _slide_clear(robot, problem, model, kin, avoid, q0, targets, tol_p, tol_r, rows) -> list[np.ndarray]:
+    """On an arm with joints to spare, the poses that reach the goal form a family (an elbow
+    swinging round the line from shoulder to wrist). Walk it both ways from `q0` in small steps,
+    each pulled back onto the goal; where a step first keeps the margin, halve the last step
+    until the pose sits at the margin's edge. Returns that pose each way: the clear answers
+    nearest `q0` on its branch. Deterministic, and where the obstacle moves a little the answers
+    move a little (not in steps of `SLIDE_STEP`)."""
+    free = problem.free
+    lower, upper = robot.lower[free], robot.upper[free]
+    weights = targets.weights
+    wrow = np.repeat(weights, 3, axis=1).reshape(-1)
+    keep = KEPT * avoid.margin_m
+
+    def onto_goal(q):
+        for _ in range(PULL_BACK):
+            errors, residual, jac = problem.residual(q[None], targets.rotations, targets.positions)
+            if bool(np.all((errors[0] <= (tol_p, tol_r)) | (weights == 0))):
+                return True
+            step = np.linalg.lstsq(jac[0] * wrow[:, None], residual[0] * wrow, rcond=1e-9)[0]
+            q[free] = np.clip(q[free] + step, lower, upper)
+        errors = problem.residual(q[None], targets.rotations, targets.positions, with_jacobian=False)[0][0]
+        return bool(np.all((errors <= (tol_p, tol_r)) | (weights == 0)))
+
+    def clear(q):
+        reach = measure_pairs(robot, model, kin, avoid, q)[0].subset(rows).d
+        return not len(reach) or float(reach.min()) >= keep
+
+    found = []
+    for sign in (1.0, -1.0):
+        q = np.clip(q0.copy(), robot.lower, robot.upper)
+        direction = None
+        for _ in range(SLIDE_STEPS):
+            _, _, jac = problem.residual(q[None], targets.rotations, targets.positions)
+            j = jac[0] * wrow[:, None]
+            _, singular, vt = np.linalg.svd(j)
+            rank = int(np.sum(singular > 1e-6 * max(float(singular[0]), 1e-12)))
+            null = vt[rank:]
+            if not len(null):
+                break
+            d = null[0] * sign if direction is None else null.T @ (null @ direction)
+            norm = float(np.linalg.norm(d))
+            if norm < 1e-9:
+                break
+            direction = d / norm
+            behind = q.copy()
+            q[free] = np.clip(q[free] + SLIDE_STEP * direction, lower, upper)
+            if not onto_goal(q):
+                break  # a limit or a singular pose ends the family here
+            if clear(q):
+                for _ in range(EDGE_HALVINGS):  # behind: on the goal, inside the margin; q: on the goal, clear
+                    middle = 0.5 * (behind + q)
+                    if not onto_goal(middle):
+                        break
+                    if clear(middle):
+                        q = middle
+                    else:
+                        behind = middle
+                found.append(q.copy())
+                break
+    return found
+
+
 def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], start: np.ndarray, options: SolveOptions,
                    plain_solve: Callable[..., SolveResult]) -> SolveResult:
     """`solve` under `options.avoid` (see the module docstring). `plain_solve` is the solve
@@ -164,7 +264,6 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
     avoid = options.avoid
     check_avoid(avoid)
     model, kin = prepare_pairs(robot, avoid)
-    t0 = time.perf_counter()
     plain_options = replace(options, avoid=None)
     base = plain_solve(robot, targets, start, plain_options)
     base_pairs, _ = measure_pairs(robot, model, kin, avoid, base.joints)
@@ -175,20 +274,21 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
     problem = problem_for(robot, arrays.links, frozenset(options.held_joints))
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     start = np.asarray(start, dtype=float)
-    seeds = [base.joints, start] if base.converged else [start, base.joints]
+    # Given a posture, every seed is a function of this frame's inputs, never of the frame the arm
+    # came from: the plain answer (start-independent on its branch, by the posture slide), then the posture.
+    anchor = _anchor(robot, start, options, problem.free)
+    seeds = [base.joints, anchor]
     if options.cold:
         rng = np.random.default_rng(1)
         for q in robot.random_configurations(COLD_SEEDS, rng):
-            seed = start.copy()
+            seed = anchor.copy()
             seed[problem.free] = q[problem.free]
             seeds.append(seed)
-    candidates = [start]  # the start itself: an answer no worse than where the arm is, whatever time allows
+    candidates = [anchor]  # an answer no worse than the canonical pose, whatever the descents find
     if base.converged and base_clear.min_m >= 0:
         candidates.append(base.joints)
     iterations = base.iterations
     blockers = []
-    # the avoiding descent's own time: a few plain budgets, counted from here
-    budget_s = time.perf_counter() - t0 + min(options.budget_ms / 1000.0 * AVOID_BUDGETS, MAX_AVOID_S)
     margins = (avoid.margin_m, 0.0) if avoid.margin_m > 0 else (0.0,)
     finished = False
     rows = movable_rows(model, kin, avoid, problem.free)
@@ -196,31 +296,23 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         # Another branch first: plain solves from random seeds cost a fraction of a millisecond
         # each, and a goal the plain answer reaches through something is often reached clear by
         # another branch (an elbow up instead of down).
-        warm = replace(plain_options, cold=False)
-        rng = np.random.default_rng(2)
-        for q in robot.random_configurations(BRANCH_SEEDS, rng):
-            seed = start.copy()
-            seed[problem.free] = q[problem.free]
-            other = plain_solve(robot, targets, seed, warm, keep_branch=False)  # a random seed: any branch will do
-            iterations += other.iterations
-            if other.converged:
-                other_pairs, _ = measure_pairs(robot, model, kin, avoid, other.joints)
-                reach = other_pairs.subset(rows).d
-                if not len(reach) or float(reach.min()) >= KEPT * avoid.margin_m:
-                    candidates.append(other.joints)
-                    finished = True
-                    break
-                if float(other_pairs.d.min(initial=math.inf)) >= 0:
-                    candidates.append(other.joints)
-            if time.perf_counter() - t0 > budget_s:
-                break
+        finished, used = _other_branches(robot, targets, anchor, plain_options, plain_solve, problem, model, kin, avoid, rows,
+                                         candidates)
+        iterations += used
         if finished:
             seeds = []
+    if not finished and base.converged and redundancy(problem, arrays.weights) > 0:
+        slid = _slide_clear(robot, problem, model, kin, avoid, base.joints, arrays, tol_p, tol_r, rows)
+        candidates += slid
+        if slid:
+            seeds, finished = [], True
+    # Bounded by iterations, not by the clock: the answer must not depend on the machine's load
+    # (a frame's pose depends only on its inputs, and Bake keys what playback showed).
     for seed in seeds:
         for margin in margins:
             q, errors, dmin, used, nearest = _descend(robot, problem, model, kin, avoid, seed, arrays, tol_p, tol_r,
                                                       max(DESCENT_ITERATIONS, int(options.max_iterations)), margin,
-                                                      t0 + budget_s, rows)
+                                                      rows=rows)
             iterations += used
             candidates.append(q)
             ok = bool(np.all((errors <= (tol_p, tol_r)) | (arrays.weights == 0)))
@@ -230,11 +322,17 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
             if not ok and nearest is not None:
                 blockers.append(nearest)
             seed = q
-        if finished or time.perf_counter() - t0 > budget_s:
+        if finished:
             break
-    # the answer: collision-free first, then within tolerance, then clear by the margin, then nearest the goal
-    scored = []
-    for q in candidates:
+    if not finished and not options.cold:
+        # Nothing on this branch reaches the goal clear: the free answer that exists may be on
+        # another (a warm solve searches there last, so an arm that can stay on its branch does).
+        finished, used = _other_branches(robot, targets, anchor, plain_options, plain_solve, problem, model, kin, avoid, rows,
+                                         candidates)
+        iterations += used
+    # the answer: collision-free first, then within tolerance, then clear by the margin, then nearest the canonical pose
+    # (on target) or the goal
+    def score(q):
         q_done = np.clip(q, robot.lower, robot.upper)
         errors_done = problem.residual(q_done[None], arrays.rotations, arrays.positions, with_jacobian=False)[0][0]
         pairs, _ = measure_pairs(robot, model, kin, avoid, q_done)
@@ -244,9 +342,24 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
         ok = bool(np.all((errors_done <= (tol_p, tol_r)) | (arrays.weights == 0)))
         cost = float(np.sum((errors_done * arrays.weights) ** 2))
         free = reach >= 0
-        scored.append(((0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if reach >= KEPT * avoid.margin_m else 1,
-                        cost if free else -reach), q_done, errors_done, clear, ok, movable))
-    scored.sort(key=lambda item: item[0])
+        # among answers on target, the one nearest the canonical pose: a choice made by this frame's inputs alone
+        last = float(np.sum((q_done - anchor) ** 2)) if ok else cost
+        kept = reach >= KEPT * avoid.margin_m
+        key = (0 if clear.min_m >= 0 else 1, 0 if free else 1, 0 if ok else 1, 0 if kept else 1, last if free else -reach)
+        return key, q_done, errors_done, clear, ok, movable
+
+    scored = sorted((score(q) for q in candidates), key=lambda item: item[0])
+    if scored[0][0][:3] != (0, 0, 0) and not np.array_equal(start, anchor):
+        # Nothing this frame's inputs lead to is clear and on target: then, and only then, from
+        # where the arm is (two hands that have crossed stay crossed; a colliding posture is not
+        # kept while a clear pose is at hand).
+        extra = [start]
+        for margin in margins:
+            q, _, _, used, _ = _descend(robot, problem, model, kin, avoid, extra[-1], arrays, tol_p, tol_r,
+                                        max(DESCENT_ITERATIONS, int(options.max_iterations)), margin, rows=rows)
+            iterations += used
+            extra.append(q)
+        scored = sorted(scored + [score(q) for q in extra], key=lambda item: item[0])
     _, q, errors, clear, ok, movable = scored[0]
     converged = ok and clear.min_m >= 0
     if converged:
@@ -277,6 +390,16 @@ def _blocked_reason(clear: Clearance, movable: Pairs, blockers: list, avoid: Avo
     if blockers:
         return collision_reason(blockers[0], clear.obstacles)
     return None
+
+
+def _anchor(robot, start: np.ndarray, options: SolveOptions, free: np.ndarray) -> np.ndarray:
+    """The canonical pose of this frame: its posture on the joints the solve moves (the rest as
+    the frame holds them). A solve given no posture (a one-off solve, the CLI) has only the start."""
+    if options.posture is not None and len(options.posture) == robot.dof and np.all(np.isfinite(options.posture)):
+        anchor = start.copy()
+        anchor[free] = np.asarray(options.posture, dtype=float)[free]
+        return np.clip(anchor, robot.lower, robot.upper)
+    return np.clip(start, robot.lower, robot.upper)
 
 
 def _with_clearance(result, clear: Clearance, t0: float):
