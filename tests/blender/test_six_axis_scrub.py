@@ -20,7 +20,7 @@ POSITION_TOL, ROTATION_TOL = 1e-4, 2e-3
 FRAMES = range(1, 13)
 
 
-def keyed_rig(bpy, name: str, link: str):
+def keyed_rig(bpy, name: str, link: str, backend: str = "NUMPY"):
     from kinema_nodes.blender.edit import rig_solver, rig_tree
     from kinema_nodes.blender.rig import robot_for_rig, write_joint_values
 
@@ -34,7 +34,7 @@ def keyed_rig(bpy, name: str, link: str):
     assert bpy.ops.kinema.add_ik_target(link=link) == {"FINISHED"}
     tree = rig_tree(rig)
     solver = rig_solver(tree, rig)
-    solver.backend = "NUMPY"
+    solver.backend = backend
     solver.use_own_budget, solver.budget_ms = True, 10_000.0
     target = next(n for n in tree.nodes if getattr(n, "control_object", None) is not None)
     bone = rig.pose.bones[target.control_bone]
@@ -64,10 +64,11 @@ def joints_at(bpy, rig, robot, frames):
 CASES = [("ur5_limited", "tool0"), ("ur3_gripper", "tool0")]
 
 
+@pytest.mark.parametrize("backend", ["NUMPY", "PYROKI"])
 @pytest.mark.parametrize(("name", "link"), CASES)
-def test_scrub_directions_and_bake_give_the_same_joints(blender, name, link):
+def test_scrub_directions_and_bake_give_the_same_joints(blender, name, link, backend):
     bpy = blender
-    rig, robot, target = keyed_rig(bpy, name, link)
+    rig, robot, target = keyed_rig(bpy, name, link, backend)
     order = [*FRAMES, *reversed(FRAMES), 1, 12, 5, 9, 2, 11, 7, 3, *FRAMES]
     seen = joints_at(bpy, rig, robot, order)
     spread = {f: float(np.max(np.ptp(np.array(qs), axis=0))) for f, qs in seen.items()}
