@@ -23,6 +23,7 @@ from ._chain import problem_for
 from ._frame import FrameSolve, solve_frame
 from ._kernel import BRANCH_JUMP, kernel_status
 from ._numpy_backend import lm_run, solve_numpy
+from ._polish import polish_unique
 from ._reach_bound import short_of_reach
 from ._types import (IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
                      check_targets, pack_targets)
@@ -97,6 +98,21 @@ def _finish(robot, problem, start, q_raw, targets: TargetArrays, options: SolveO
         return clipped, errors
     errors, _, _ = problem.residual(clipped[None], targets.rotations, targets.positions, with_jacobian=False)
     return clipped, errors[0]
+
+
+def polish(robot, problem, start, q, errors, iterations, target_arrays, options):
+    """A converged answer on a chain with no spare joint, polished to the exact one (core/solve/
+    _polish.py) where that still meets the tolerance after `_finish`; else as it was.
+    (q, errors, iterations)."""
+    from ._posture import redundancy
+
+    if redundancy(problem, target_arrays.weights) > 0:
+        return q, errors, iterations
+    q_polished, errors_polished, extra = polish_unique(problem, q, target_arrays)
+    q2, errors2 = _finish(robot, problem, start, q_polished, target_arrays, options, errors_polished)
+    if _within(errors2, target_arrays.weights, options.position_tolerance, options.rotation_tolerance):
+        return q2, errors2, iterations + extra
+    return q, errors, iterations + extra
 
 
 def _jumped(q: np.ndarray, start: np.ndarray, problem) -> bool:
@@ -300,6 +316,8 @@ def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, 
             iterations += extra
             if settled:
                 q, errors = _finish(robot, problem, start, q_settled, target_arrays, options, errors_settled)
+    if converged:
+        q, errors, iterations = polish(robot, problem, start, q, errors, iterations, target_arrays, options)
     ms = (time.perf_counter() - t0) * 1000.0
     position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
     return SolveResult(

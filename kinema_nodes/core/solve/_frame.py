@@ -31,7 +31,8 @@ class FrameSolve:
     packed once into the kernel's buffers. `solve` takes positions (T, 3) and wxyz (T, 4) (any
     array-like) and the start (n,)."""
 
-    __slots__ = ("ints", "floats", "flag_at", "posture_at", "free", "redundant", "posture", "shape", "dof", "usable")
+    __slots__ = ("ints", "floats", "flag_at", "posture_at", "free", "redundant", "posture", "shape", "dof", "usable",
+                 "problem", "weights", "options")
 
     def __init__(self, problem, weights, options, redundant: bool):
         from ._numpy_backend import first_batch_fractions, kernel_chain
@@ -47,6 +48,7 @@ class FrameSolve:
             robot.lower, robot.upper, problem.continuous, fractions)
         self.free = problem.free.tolist()
         self.redundant = redundant
+        self.problem, self.weights, self.options = problem, weights.tolist(), options  # for the polish (core/solve/_polish.py)
         self.posture = None  # the posture now in the buffer (a tuple, or None)
         self.dof = robot.dof
         self.shape = (robot.dof,)
@@ -99,8 +101,33 @@ class FrameSolve:
         code, position_error, rotation_error, iterations = run(self.ints, self.floats, s, p, r, q)
         if code != _DONE:
             return None
+        if not self.redundant:
+            polished = self._polish(s, q, p, r, iterations)
+            if polished is None:
+                return None
+            q, iterations, errors = polished
+            if errors is not None:
+                position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
         return SolveResult(q, position_error, rotation_error, True, "converged", iterations, (_clock() - t0) * 1000.0,
                            "numpy", note)
+
+    def _polish(self, start, q, p, r, iterations):
+        """`_entry.polish` of the kernel's converged answer, with the targets packed as the
+        general path packs them (same bits): (q, iterations, the float64 errors or None where the
+        kernel's answer stands), or None where the targets cannot be packed here (the general path answers)."""
+        from ._entry import polish
+        from ._types import _pack
+
+        try:
+            positions, wxyz = p.reshape(-1, 3).tolist(), r.reshape(-1, 4).tolist()
+            items = [IKTarget(link, position, quaternion, wp, wr)
+                     for link, position, quaternion, (wp, wr) in zip(self.problem.links, positions, wxyz, self.weights)]
+            arrays = _pack(items, self.problem.links)
+        except Exception:  # noqa: BLE001 -- anything odd: the general path checks and words it
+            return None
+        robot = self.problem.robot
+        q2, errors, iterations = polish(robot, self.problem, start, q, None, iterations, arrays, self.options)
+        return q2, iterations, errors
 
 
 #: FrameSolves kept per robot for `solve` (one per options object, link set and weights).

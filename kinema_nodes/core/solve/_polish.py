@@ -1,0 +1,25 @@
+"""The last steps of a converged answer on a chain with no spare joint (a 6-axis arm on a full
+pose), shared by the general path (`_entry._complete`) and the compiled frame (`_frame.py`).
+
+Why: there the exact answer is unique on its branch, but a descent stops anywhere inside the
+tolerance, so where it stops depends on where it started: ~1e-4 rad for a 1e-6 m tolerance,
+enough for forward and backward scrubbing, or a bake and playback, to disagree. A few more
+float64 steps past the tolerance land on the exact answer from any nearby start, so a frame's
+pose depends only on that frame's inputs (README).
+"""
+
+from __future__ import annotations
+
+#: Steps past the tolerance: from 1e-6 each Gauss-Newton step squares the error, so three reach
+#: float64's floor and the fourth only confirms it.
+POLISH_STEPS = 4
+
+
+def polish_unique(problem, q, target_arrays):
+    """(q, errors, iterations) after `POLISH_STEPS` float64 descent steps from q with no
+    tolerance to stop at (a stall ends them sooner). The caller applies the contract and
+    keeps the answer only if it still meets the tolerance."""
+    from ._numpy_backend import lm_run
+
+    q_polished, errors, iterations, _ = lm_run(problem, q, target_arrays, 0.0, 0.0, POLISH_STEPS)
+    return q_polished, errors, iterations
