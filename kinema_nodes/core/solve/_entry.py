@@ -10,7 +10,6 @@ the NumPy kinematics (the same yardstick for both backends).
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -23,7 +22,8 @@ from ._chain import problem_for
 from ._frame import FrameSolve, solve_frame
 from ._kernel import BRANCH_JUMP, kernel_status
 from ._numpy_backend import lm_run, solve_numpy
-from ._polish import polish_unique
+from ._contract import _finish, _within
+from ._polish import polish
 from ._reach_bound import short_of_reach
 from ._types import (IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
                      check_targets, pack_targets)
@@ -80,39 +80,7 @@ def _choose_backend(options: SolveOptions, robot=None, chain_joints: int | None 
     return ("pyroki", None) if ok else ("numpy", reason)
 
 
-def _finish(robot, problem, start, q_raw, targets: TargetArrays, options: SolveOptions, errors=None):
-    """Apply the contract (see module docstring); return (q, errors). `errors` are reused
-    when they were measured in float64 at `q_raw` and nothing but 2 pi unwrapping changes."""
-    q = start.copy()
-    free = problem.free
-    values = q_raw[free]
-    continuous = problem.continuous
-    if problem.has_continuous:
-        delta = values[continuous] - start[free][continuous]
-        values[continuous] = start[free][continuous] + (delta + np.pi) % (2 * np.pi) - np.pi
-    q[free] = values
-    clipped = np.minimum(np.maximum(q, robot.lower), robot.upper)
-    if not math.isfinite(clipped.sum()):  # cannot happen with finite inputs; never hand out NaN
-        clipped = np.clip(start.copy(), robot.lower, robot.upper)
-    if errors is not None and np.array_equal(clipped, q):
-        return clipped, errors
-    errors, _, _ = problem.residual(clipped[None], targets.rotations, targets.positions, with_jacobian=False)
-    return clipped, errors[0]
 
-
-def polish(robot, problem, start, q, errors, iterations, target_arrays, options):
-    """A converged answer on a chain with no spare joint, polished to the exact one (core/solve/
-    _polish.py) where that still meets the tolerance after `_finish`; else as it was.
-    (q, errors, iterations)."""
-    from ._posture import redundancy
-
-    if redundancy(problem, target_arrays.weights) > 0:
-        return q, errors, iterations
-    q_polished, errors_polished, extra = polish_unique(problem, q, target_arrays)
-    q2, errors2 = _finish(robot, problem, start, q_polished, target_arrays, options, errors_polished)
-    if _within(errors2, target_arrays.weights, options.position_tolerance, options.rotation_tolerance):
-        return q2, errors2, iterations + extra
-    return q, errors, iterations + extra
 
 
 def _jumped(q: np.ndarray, start: np.ndarray, problem) -> bool:
@@ -197,14 +165,6 @@ def _checked(robot, targets, start, options: SolveOptions):
     start = check_start(robot, start)
     problem = problem_for(robot, target_arrays.links, frozenset(options.held_joints))
     return target_arrays, start, problem
-
-
-def _within(errors: np.ndarray, weights: np.ndarray, tol_p: float, tol_r: float) -> bool:
-    """`_converged` for one answer, in plain floats (T is 1 to 4: NumPy's reductions cost more)."""
-    for (p, r), (wp, wr) in zip(errors.tolist(), weights.tolist()):
-        if (p > tol_p and wp != 0) or (r > tol_r and wr != 0):
-            return False
-    return True
 
 
 def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch: bool = True) -> SolveResult:

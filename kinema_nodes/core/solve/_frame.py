@@ -112,10 +112,10 @@ class FrameSolve:
                            "numpy", note)
 
     def _polish(self, start, q, p, r, iterations):
-        """`_entry.polish` of the kernel's converged answer, with the targets packed as the
+        """`_polish.polish` of the kernel's converged answer, with the targets packed as the
         general path packs them (same bits): (q, iterations, the float64 errors or None where the
         kernel's answer stands), or None where the targets cannot be packed here (the general path answers)."""
-        from ._entry import polish
+        from ._polish import polish
         from ._types import _pack
 
         try:

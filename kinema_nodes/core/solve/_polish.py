@@ -10,6 +10,8 @@ pose depends only on that frame's inputs (README).
 
 from __future__ import annotations
 
+from ._contract import _finish, _within
+
 #: Steps past the tolerance: from 1e-6 each Gauss-Newton step squares the error, so three reach
 #: float64's floor and the fourth only confirms it.
 POLISH_STEPS = 4
@@ -23,3 +25,18 @@ def polish_unique(problem, q, target_arrays):
 
     q_polished, errors, iterations, _ = lm_run(problem, q, target_arrays, 0.0, 0.0, POLISH_STEPS)
     return q_polished, errors, iterations
+
+
+def polish(robot, problem, start, q, errors, iterations, target_arrays, options):
+    """A converged answer on a chain with no spare joint, polished to the exact one
+    (`polish_unique`) where that still meets the tolerance after `_finish`; else as it was.
+    (q, errors, iterations)."""
+    from ._posture import redundancy
+
+    if redundancy(problem, target_arrays.weights) > 0:
+        return q, errors, iterations
+    q_polished, errors_polished, extra = polish_unique(problem, q, target_arrays)
+    q2, errors2 = _finish(robot, problem, start, q_polished, target_arrays, options, errors_polished)
+    if _within(errors2, target_arrays.weights, options.position_tolerance, options.rotation_tolerance):
+        return q2, errors2, iterations + extra
+    return q, errors, iterations + extra
