@@ -47,3 +47,13 @@ def settle(bpy) -> None:
     """Let the depsgraph run the handlers, then evaluate what they wrote."""
     bpy.context.view_layer.update()
     bpy.context.view_layer.update()
+
+
+def scrub(bpy, rig, solver, frames) -> dict:
+    """The rig's joints at each frame, visited in the order given; every frame must say converged."""
+    seen = {}
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        assert solver.summary.startswith("converged"), (frame, solver.summary)
+        seen[frame] = joints_of(rig)
+    return seen

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rig_helpers import joints_of, robot_of, scrub  # noqa: F401 -- robot_of: other test files import it from here
 
 from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.stages.configurations import same_branch
@@ -34,18 +35,6 @@ def import_rig(bpy, relative: str):
     from kinema_nodes.blender.build import import_urdf
 
     return import_urdf(bpy.context, robot_file(relative), collision=False)
-
-
-def robot_of(rig):
-    from kinema_nodes.blender.rig import robot_for_rig
-
-    return robot_for_rig(rig)
-
-
-def joints_of(rig):
-    from kinema_nodes.blender.rig import read_joint_values
-
-    return read_joint_values(rig, robot_of(rig))
 
 
 def pose_rig(bpy, rig, q):
@@ -104,15 +93,6 @@ def key_control(bpy, rig, target, poses_by_frame):
         bpy.context.view_layer.update()
         bone.keyframe_insert("location", frame=frame)
         bone.keyframe_insert("rotation_quaternion", frame=frame)
-
-
-def scrub(bpy, rig, solver, frames):
-    seen = {}
-    for frame in frames:
-        bpy.context.scene.frame_set(frame)
-        assert solver.summary.startswith("converged"), (frame, solver.summary)
-        seen[frame] = joints_of(rig)
-    return seen
 
 
 # ---- item 2: a frame's pose does not depend on the path that led to it ----------------------------
@@ -364,9 +344,8 @@ def rig_state(bpy, rig):
 @pytest.mark.parametrize("name", sorted(SEVEN_AXIS))
 def test_remove_takes_away_everything_add_ik_target_and_elbow_swivel_made(blender, name):
     bpy = blender
-    from kinema_nodes.blender.edit import add_elbow_swivel
+    from kinema_nodes.blender.edit import add_elbow_swivel, switch_target_link
     from kinema_nodes.blender.rig import key_joint_values
-    from kinema_nodes.blender.edit import switch_target_link
 
     relative, link = SEVEN_AXIS[name]
     rig = import_rig(bpy, relative)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from mesh_check import RobotMeshes, mesh_distance, obstacle_object
-from test_animator_workflow import add_target, joints_of, pose_rig, robot_of
+from rig_helpers import joints_of, robot_of, scrub
+from test_animator_workflow import add_target, pose_rig
 from test_first_contact_panel import robosuite_robot
 
 #: robosuite folder: (a bent pose inside the limits, the link at the elbow the crate slides through)
@@ -66,15 +66,6 @@ def crate_in_fcl(bpy, rig, crate):
     return obstacle_object(vertices, faces)
 
 
-def play(bpy, rig, solver, frames):
-    seen = {}
-    for frame in frames:
-        bpy.context.scene.frame_set(frame)
-        assert solver.summary.startswith("converged"), (frame, solver.summary)
-        seen[frame] = joints_of(rig)
-    return seen
-
-
 @pytest.mark.parametrize("backend", ["NUMPY", "PYROKI"])
 @pytest.mark.parametrize("name", sorted(ROBOTS))
 def test_a_crate_sliding_through_the_elbow_gives_the_same_pose_forward_backward_looped_and_baked(blender, name, backend):
@@ -86,9 +77,9 @@ def test_a_crate_sliding_through_the_elbow_gives_the_same_pose_forward_backward_
     wait_for_pyroki()  # the compile Add IK Target started: every frame below is PyRoki's, not the kernel's meanwhile
     robot = robot_of(rig)
     frames = list(range(1, FRAMES + 1))
-    forward = play(bpy, rig, solver, frames)
-    backward = play(bpy, rig, solver, frames[::-1])
-    again = play(bpy, rig, solver, frames)
+    forward = scrub(bpy, rig, solver, frames)
+    backward = scrub(bpy, rig, solver, frames[::-1])
+    again = scrub(bpy, rig, solver, frames)
     for other in (backward, again):
         worst = max(float(np.abs(forward[f] - other[f]).max()) for f in frames)
         assert worst < 1e-6, worst
