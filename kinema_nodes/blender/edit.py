@@ -31,6 +31,89 @@ def rig_tree(rig):
     return getattr(rig, "kinema_tree", None)
 
 
+# ---- copies of a rig: Shift+D, Alt+D, Append, Link with an override ---------------------------
+
+def drives(tree, rig) -> bool:
+    """True when a Robot node of `tree` (inside its groups too) is `rig`."""
+    from .flatten import all_nodes
+
+    return any(kind_of(node) == "robot" and node.rig == rig for node in all_nodes(tree))
+
+
+def _original_of(tree, rig):
+    """The rig `tree` drives that `rig` is a copy of: one of its Robot nodes' rigs with the same
+    robot (by the URDF's hash), the one whose name `rig`'s begins with first (Blender names a
+    copy "ur5.001"); None when the tree drives no such rig."""
+    from .flatten import all_nodes
+    from .rig import is_rig
+
+    robot = rig.data.kinema.urdf_hash
+    found = [node.rig for node in all_nodes(tree) if kind_of(node) == "robot" and node.rig is not None
+             and node.rig != rig and is_rig(node.rig) and node.rig.data.kinema.urdf_hash == robot]
+    found.sort(key=lambda obj: not rig.name.startswith(obj.name))
+    return found[0] if found else None
+
+
+def own_tree(rig):
+    """The rig's tree, made its own first if it is a copy's: a rig whose `kinema_tree` drives
+    another rig (and not this one) was copied from it (Blender copies the object and keeps the
+    pointer), so it gets a copy of that tree, aimed at itself. Returns the rig's tree (or None)."""
+    tree = rig_tree(rig)
+    if tree is None or drives(tree, rig):
+        return tree
+    original = _original_of(tree, rig)
+    if original is None:
+        return tree
+    return _copy_tree_for(rig, tree, original)
+
+
+def _copy_tree_for(rig, tree, original):
+    """A copy of `tree` whose Object pointers that named `original` name `rig`: its Robot node,
+    its targets' controls, its swivel's ring. Node groups inside stay shared (they are data); the
+    tree's keys (Target Bone, configuration) get their own action, so keying one rig's choice
+    never keys the other's."""
+    copy = tree.copy()
+    copy.name = f"Kinema {rig.name}"
+    copy.use_fake_user = tree.use_fake_user
+    for node in copy.nodes:
+        for prop in node.bl_rna.properties:
+            if prop.type == "POINTER" and not prop.is_readonly and getattr(node, prop.identifier, None) == original:
+                setattr(node, prop.identifier, rig)
+    animation = copy.animation_data
+    if animation is not None and animation.action is not None:
+        slot = animation.action_slot
+        identifier = slot.identifier if slot is not None else None
+        animation.action = animation.action.copy()
+        found = animation.action.slots.get(identifier) if identifier else None
+        if found is not None:
+            animation.action_slot = found
+    rig.kinema_tree = copy
+    evaluator.mark_dirty(copy)
+    return copy
+
+
+def adopt_copies(objects=None) -> list:
+    """`own_tree` for every rig in `objects` (default: the file's); returns the trees made. The
+    depsgraph handler calls this when the file's object count changes (a duplicate, an append, a
+    link), never per frame."""
+    from .rig import is_rig
+
+    made = []
+    for obj in bpy.data.objects if objects is None else objects:
+        tree = getattr(obj, "kinema_tree", None)
+        if tree is None or not is_rig(obj) or not _editable(obj):
+            continue
+        own = own_tree(obj)
+        if own is not tree:
+            made.append(own)
+    return made
+
+
+def _editable(obj) -> bool:
+    """A local object or a library override (a linked object is read-only)."""
+    return obj.library is None
+
+
 def solver_nodes(tree):
     return [n for n in tree.nodes if kind_of(n) == "solver"] if tree else []
 
@@ -116,7 +199,7 @@ def _matrix(array):
 
 def ensure_tree(rig):
     """The rig's tree with a Robot node and a Solver node, made if missing."""
-    tree = rig_tree(rig)
+    tree = own_tree(rig)
     if tree is None:
         tree = bpy.data.node_groups.new(f"Kinema {rig.name}", "KinemaNodeTree")
         tree.use_fake_user = True
