@@ -61,6 +61,7 @@ class Session:
         """Forget every tree (a new file, a test's fresh start)."""
         self.generation += 1
         self.objects_seen = None
+        self.bone_names: dict[tuple[int, int], list] = {}  # (tree, armature) -> its bones' names when renames were last followed
         self.trees: dict[int, TreeState] = {}
         self.prepared: dict = {}  # core.solve.prepare per (robot, links, weights, options less the posture)
 
