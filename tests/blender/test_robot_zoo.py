@@ -1,0 +1,193 @@
+"""A new user's first ten minutes on robots this suite never chose (#29's robot zoo).
+
+Every robot comes from a package the test extra installs (example-robot-data's URDFs, robosuite's
+MJCF models) and none was used by a test before issue #29. Each is driven only through the
+operators, as a person would, with the default solver and the default budget:
+
+1. File ▸ Import ▸ Robot;
+2. Add IK Target: the pose unchanged to the bit;
+3. 20 drags to poses the arm can reach (a small step along its joints each), and one 3 m out of
+   reach and straight back: each reachable drag lands the tool on the control, none pauses live
+   updates, the far one says "out of reach";
+4. Shift+D, then both rigs driven: each follows its own control, the other stays put;
+5. a keyed loop scrubbed forward, backward and by jumps: the same pose on each frame;
+6. Bake: the keys are what playback showed;
+7. Find Solutions: an answer (or a one-line refusal) within a stated memory (tracemalloc, NumPy's
+   arrays included).
+
+Poses are judged by the robot file's own FK: yourdfpy for a URDF, MuJoCo's mj_kinematics for an
+MJCF model (rig_helpers.IndependentFK). Tolerances: a reached pose 1e-5 m and 1e-5 rad; a frame's
+pose forward, backward and jumped to 1e-4 rad (tests/blender/test_animator_workflow.py's bound);
+bake against playback 1e-6 rad; Find Solutions' peak 512 MB.
+
+Two robots run by default; the rest are marked slow (`pytest -m slow tests/blender/test_robot_zoo.py`).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from rig_helpers import IndependentFK, joints_of, pose_error, robot_of
+
+#: In the default run: a 6-axis arm (URDF) and a 7-axis arm (MJCF).
+QUICK = ("ur5_limited", "robosuite_kinova3")
+#: The rest of the zoo, each a robot no test used before #29 (the hobby arm, mobile manipulators,
+#: legged robots with arms, humanoids, a flying arm, dual arms).
+SLOW = (
+    "ur3_gripper", "ur3_joint_limited_robot", "ur10_joint_limited_robot", "ur5_gripper", "talos_left_arm",
+    "tiago_no_hand", "tiago_dual", "tiago_pro", "b1_z1", "centauro", "g1_29dof_with_hand_rev_1_0", "human",
+    "simple_humanoid", "romeo_small", "icub_reduced", "talos_reduced", "hextilt_flying_arm_5", "borinot_flying_arm_2",
+    "finger_edu", "double_pendulum", "panda_collision", "so100", "robosuite_baxter", "robosuite_gr1",
+    "robosuite_spot_arm", "robosuite_tiago", "robosuite_xarm7", "robosuite_jaco", "robosuite_iiwa", "robosuite_ur5e",
+)
+ZOO = [*QUICK, *(pytest.param(name, marks=pytest.mark.slow) for name in SLOW)]
+
+REACHED_M, REACHED_RAD = 1e-5, 1e-5
+SCRUB_RAD = 1e-4
+BAKE_RAD = 1e-6
+FIND_SOLUTIONS_PEAK_MB = 512.0
+
+
+def _drag(bpy, rig, bone_name, pose):
+    from mathutils import Matrix
+
+    rig.pose.bones[bone_name].matrix = Matrix(np.asarray(pose).tolist())
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+
+
+def _walk(robot, link, q, count, step, seed):
+    """`count` configurations, each a small step (+- `step` rad on each chain joint) from the
+    last, inside the limits: every one is a pose the arm can reach from the one before."""
+    rng = np.random.default_rng(seed)
+    moving = set(robot.chain_joint_names(link)) - set(robot.held_joints(True))
+    free = np.array([name in moving for name in robot.actuated_joint_names], dtype=float)
+    lower = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
+    upper = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
+    margin = np.minimum(0.05, 0.1 * (upper - lower))
+    out = []
+    for _ in range(count):
+        q = np.clip(q + free * rng.uniform(-step, step, robot.dof), lower + margin, upper - margin)
+        out.append(q.copy())
+    return out
+
+
+def _parts(rig):
+    from kinema_nodes.blender.edit import rig_tree
+
+    tree = rig_tree(rig)
+    solver = next(n for n in tree.nodes if n.bl_idname == "KinemaSolverNode")
+    target = next(n for n in tree.nodes if n.bl_idname == "KinemaIKTargetNode" and n.robot_rig() == rig)
+    return tree, solver, target
+
+
+def _paused(tree, solver) -> bool:
+    from kinema_nodes.session import readout_of
+
+    return bool(solver.over_budget or readout_of(tree, solver.name).get("paused"))
+
+
+def _summary(tree, solver) -> str:
+    from kinema_nodes.session import readout_of
+
+    return readout_of(tree, solver.name).get("summary", "")
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_a_new_user_s_first_ten_minutes(blender, name):
+    bpy = blender
+    from kinema_nodes.core.model.loading import find_urdf
+
+    # 1-2: import, Add IK Target
+    assert bpy.ops.kinema.import_urdf(filepath=str(find_urdf(name))) == {"FINISHED"}
+    rig = bpy.context.view_layer.objects.active
+    before = joints_of(rig)
+    assert bpy.ops.kinema.add_ik_target() == {"FINISHED"}
+    assert np.array_equal(joints_of(rig), before), "Add IK Target moved the arm"
+    tree, solver, target = _parts(rig)
+    robot = robot_of(rig)
+    fk = IndependentFK(robot)
+    link, bone = target.link_name, target.control_bone
+
+    # 3: drags, one far out of reach and back
+    configurations = _walk(robot, link, before, 20, 0.08, seed=0)
+    for index, q in enumerate(configurations):
+        if index == 10:
+            far = fk.pose(joints_of(rig), link)
+            far[:3, 3] += (3.0, 0.0, 0.0)
+            _drag(bpy, rig, bone, far)
+            assert "out of reach" in _summary(tree, solver), _summary(tree, solver)
+            assert not _paused(tree, solver)
+        goal = fk.pose(q, link)
+        _drag(bpy, rig, bone, goal)
+        assert not _paused(tree, solver), (index, _summary(tree, solver))
+        position, angle = pose_error(fk.pose(joints_of(rig), link), goal)
+        assert position <= REACHED_M and angle <= REACHED_RAD, (index, position, angle, _summary(tree, solver))
+
+    # 4: Shift+D, then drive both
+    for obj in bpy.context.selected_objects:
+        obj.select_set(False)
+    rig.select_set(True)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.duplicate()
+    copy = bpy.context.view_layer.objects.active
+    assert copy is not rig
+    _, copy_solver, copy_target = _parts(copy)
+    assert copy_target.control_bone
+    here, there = joints_of(rig), joints_of(copy)
+    moves = _walk(robot, link, there, 2, 0.08, seed=3)
+    _drag(bpy, copy, copy_target.control_bone, fk.pose(moves[0], link))
+    assert pose_error(fk.pose(joints_of(copy), link), fk.pose(moves[0], link))[0] <= REACHED_M
+    assert np.array_equal(joints_of(rig), here), "driving the copy moved the original"
+    goal = fk.pose(_walk(robot, link, here, 1, 0.08, seed=4)[0], link)
+    copied = joints_of(copy)
+    _drag(bpy, rig, bone, goal)
+    assert pose_error(fk.pose(joints_of(rig), link), goal)[0] <= REACHED_M
+    assert np.array_equal(joints_of(copy), copied), "driving the original moved the copy"
+    copy_solver.live = False
+
+    # 5: a keyed loop, scrubbed forward, backward and by jumps
+    scene = bpy.context.scene
+    keys = dict(zip((1, 11, 21, 31), _walk(robot, link, joints_of(rig), 4, 0.12, seed=5)))
+    keys[41] = keys[1]
+    control = rig.pose.bones[bone]
+    for frame, q in keys.items():
+        scene.frame_set(frame)
+        _drag(bpy, rig, bone, fk.pose(q, link))
+        control.keyframe_insert("location", frame=frame)
+        control.keyframe_insert("rotation_quaternion", frame=frame)
+    scene.frame_start, scene.frame_end = 1, 41
+    frames = list(range(1, 42))
+    seen = {}
+    for order in (frames, frames[::-1], [5, 33, 12, 40, 1, 27, 18]):
+        for frame in order:
+            scene.frame_set(frame)
+            assert _summary(tree, solver).startswith("converged"), (frame, _summary(tree, solver))
+            seen.setdefault(frame, []).append(joints_of(rig))
+    worst = max(float(np.max(np.abs(pose - poses[0]))) for poses in seen.values() for pose in poses)
+    assert worst <= SCRUB_RAD, worst
+    assert not _paused(tree, solver)
+
+    # 6: Bake equals playback
+    played = {frame: seen[frame][0] for frame in frames}
+    assert bpy.ops.kinema.bake() == {"FINISHED"}
+    solver.live = False
+    baked = []
+    for frame in frames:
+        scene.frame_set(frame)
+        baked.append(joints_of(rig))
+    assert np.max(np.abs(np.array(baked) - np.array([played[f] for f in frames]))) <= BAKE_RAD
+
+    # 7: Find Solutions within a stated memory
+    solver.live = True
+    scene.frame_set(21)
+    tracemalloc.start()
+    try:
+        found = bpy.ops.kinema.find_solutions()
+        peak_mb = tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+    assert found in ({"FINISHED"}, {"CANCELLED"})
+    assert peak_mb <= FIND_SOLUTIONS_PEAK_MB, peak_mb
