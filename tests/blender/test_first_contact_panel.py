@@ -85,7 +85,12 @@ PREFERENCES_SCRIPT = textwrap.dedent(
             solver = rig_solver(rig_tree(rig), rig)
             budgets[path] = [solver.effective_budget_ms(), solver.to_spec().get("budget_ms")]
         report["budgets"] = budgets
-    print("REPORT " + json.dumps(report))
+    print("REPORT " + json.dumps(report), flush=True)
+    # bpy 4.5's module can hang at process exit after read_homefile (its delayed-close thread
+    # still waits on a condition variable that the exit handlers destroy); the report is out
+    import os
+
+    os._exit(0)
     '''
 )
 
