@@ -207,7 +207,8 @@ def test_an_appended_rig_solves_live_and_apart_from_a_second_append(blender, tmp
     _save_rig(bpy, rig, path)
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    assert bpy.ops.wm.append(filepath=str(path / "Object" / name), directory=str(path / "Object") + "/", filename=name) == {"FINISHED"}
+    folder = str(path / "Object") + "/"
+    assert bpy.ops.wm.append(filepath=folder + name, directory=folder, filename=name) == {"FINISHED"}
     appended = bpy.data.objects[name]
     _settle(bpy)
     _assert_own(appended)
@@ -257,6 +258,14 @@ def test_a_linked_rig_with_a_library_override_solves_live(blender, tmp_path, how
     assert tree.library is None  # a linked tree cannot be written: the override drives a local copy
     _drive(bpy, override, fk, link, seed=1)
     _drive(bpy, override, fk, link, seed=2)
+    # saved and opened again, the override keeps its own tree
+    shot = tmp_path / "shot.blend"
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(shot)) == {"FINISHED"}
+    assert bpy.ops.wm.open_mainfile(filepath=str(shot)) == {"FINISHED"}
+    override = next(obj for obj in bpy.data.objects if obj.name == name and obj.override_library is not None)
+    _settle(bpy)
+    assert _assert_own(override).library is None
+    _drive(bpy, override, fk, link, seed=3)
 
 
 @pytest.mark.parametrize("name", ROBOTS)
@@ -292,3 +301,24 @@ def test_renamed_control_link_rig_and_tree_are_followed(blender, name):
     _settle(bpy)
     _drive(bpy, rig, fk, tool, seed=5)
     assert target.kinema_error == "" and solver.kinema_error == ""
+
+
+def test_a_rename_on_an_armature_two_rigs_share_is_followed_by_both_trees(blender):
+    """Alt+D shares the armature: one rename renames the bone on both rigs, and both trees follow."""
+    bpy = blender
+    rig = _rig(bpy, "ur5_limited")
+    fk = IndependentFK(robot_of(rig))
+    tool = _parts(rig)[2].link_name
+    copy = _duplicate(bpy, rig, linked=True)
+    _settle(bpy)
+    rig.data.bones[_parts(rig)[2].control_bone].name = "Shared Control"
+    rig.data.bones[tool].name = "Shared Tip"
+    _settle(bpy)
+    for each in (rig, copy):
+        _, solver, target = _parts(each)
+        assert (target.control_bone, target.link_name) == ("Shared Control", "Shared Tip")
+        assert solver.kinema_error == "" and target.kinema_error == ""
+    here = joints_of(rig)
+    _drive(bpy, copy, fk, tool, seed=1)
+    assert np.array_equal(joints_of(rig), here)
+    _drive(bpy, rig, fk, tool, seed=2)
