@@ -127,6 +127,9 @@ def _current_program(tree, state: TreeState, was_dirty: bool) -> tuple[Program, 
             rigs[step.node] = rig
         else:
             return program, rigs
+    from .blender.edit import follow_renames
+
+    follow_renames(tree)
     program = program_for(tree)
     plain = tree.animation_data is None and not any(
         node.bl_idname in (GROUP_IDNAME, "NodeReroute") for node in tree.nodes)

@@ -54,11 +54,14 @@ class Session:
         #: (robot, links, backend) solved once in this process: the compile is paid (not per file)
         self.compiled_links: set[tuple] = set()
         self.option_fields: tuple[str, ...] = ()  # SolveOptions' fields less the posture, read once
+        self.objects_seen = None  # the file's object count when copied rigs were last looked for
         self.clear()
 
     def clear(self) -> None:
         """Forget every tree (a new file, a test's fresh start)."""
         self.generation += 1
+        self.objects_seen = None
+        self.bone_names: dict[tuple[int, int], list] = {}  # (tree, armature) -> its bones' names when renames were last followed
         self.trees: dict[int, TreeState] = {}
         self.prepared: dict = {}  # core.solve.prepare per (robot, links, weights, options less the posture)
 

@@ -136,7 +136,8 @@ def register():
     # The rig points at its tree: keeps the tree saved with the file, and makes the depsgraph
     # evaluate the tree's animation (keyed Target Bone, configuration index) each frame.
     bpy.types.Object.kinema_tree = bpy.props.PointerProperty(
-        name="Kinema Tree", type=bpy.types.NodeTree, poll=_is_kinema_tree, description="The Kinema node tree that drives this rig"
+        name="Kinema Tree", type=bpy.types.NodeTree, poll=_is_kinema_tree, description="The Kinema node tree that drives this rig",
+        override={"LIBRARY_OVERRIDABLE"},  # a linked rig's override gets a tree of its own (blender/edit.py: own_tree)
     )
 
 

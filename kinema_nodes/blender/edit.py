@@ -8,6 +8,7 @@ functions, so an edit made from any of them leaves the same rig and the same tre
 from __future__ import annotations
 
 import contextlib
+import uuid
 
 import bpy
 import numpy as np
@@ -29,6 +30,198 @@ def active_rig(context):
 
 def rig_tree(rig):
     return getattr(rig, "kinema_tree", None)
+
+
+# ---- copies of a rig: Shift+D, Alt+D, Append, Link with an override ---------------------------
+
+def drives(tree, rig) -> bool:
+    """True when a Robot node of `tree` (inside its groups too) is `rig`."""
+    from .flatten import all_nodes
+
+    return any(kind_of(node) == "robot" and node.rig == rig for node in all_nodes(tree))
+
+
+def _original_of(tree, rig):
+    """The rig `tree` drives that `rig` is a copy of: one of its Robot nodes' rigs with the same
+    robot (by the URDF's hash), the one whose name `rig`'s begins with first (Blender names a
+    copy "ur5.001"); None when the tree drives no such rig."""
+    from .flatten import all_nodes
+    from .rig import is_rig
+
+    robot = rig.data.kinema.urdf_hash
+    found = [node.rig for node in all_nodes(tree) if kind_of(node) == "robot" and node.rig is not None
+             and node.rig != rig and is_rig(node.rig) and node.rig.data.kinema.urdf_hash == robot]
+    found.sort(key=lambda obj: not rig.name.startswith(obj.name))
+    return found[0] if found else None
+
+
+def own_tree(rig):
+    """The rig's tree, made its own first if it is a copy's: a rig whose `kinema_tree` drives
+    another rig (and not this one) was copied from it (Blender copies the object and keeps the
+    pointer), so it gets a copy of that tree, aimed at itself. Returns the rig's tree (or None)."""
+    tree = rig_tree(rig)
+    if tree is None or drives(tree, rig):
+        return tree
+    original = _original_of(tree, rig)
+    if original is None:
+        return tree
+    return _copy_tree_for(rig, tree, original)
+
+
+def _copy_tree_for(rig, tree, original):
+    """A copy of `tree` whose Object pointers that named `original` name `rig`: its Robot node,
+    its targets' controls, its swivel's ring. Node groups inside stay shared (they are data); the
+    tree's keys (Target Bone, configuration) get their own action, so keying one rig's choice
+    never keys the other's."""
+    copy = tree.copy()
+    copy.name = f"Kinema {rig.name}"
+    copy.use_fake_user = tree.use_fake_user
+    for node in copy.nodes:
+        for prop in node.bl_rna.properties:
+            if prop.type == "POINTER" and not prop.is_readonly and getattr(node, prop.identifier, None) == original:
+                setattr(node, prop.identifier, rig)
+    animation = copy.animation_data
+    if animation is not None and animation.action is not None:
+        slot = animation.action_slot
+        identifier = slot.identifier if slot is not None else None
+        animation.action = animation.action.copy()
+        found = animation.action.slots.get(identifier) if identifier else None
+        if found is not None:
+            animation.action_slot = found
+    rig.kinema_tree = copy
+    evaluator.mark_dirty(copy)
+    return copy
+
+
+def adopt_copies(objects=None) -> list:
+    """`own_tree` for every rig in `objects` (default: the file's); returns the trees made. The
+    depsgraph handler calls this when the file's object count changes (a duplicate, an append, a
+    link), never per frame."""
+    from .rig import is_rig
+
+    made = []
+    for obj in bpy.data.objects if objects is None else objects:
+        tree = getattr(obj, "kinema_tree", None)
+        if tree is None or not is_rig(obj) or not _editable(obj):
+            continue
+        own = own_tree(obj)
+        if own is not tree:
+            made.append(own)
+    return made
+
+
+def _editable(obj) -> bool:
+    """A local object or a library override (a linked object is read-only)."""
+    return obj.library is None
+
+
+# ---- renames: a tree follows its rig's bones, as Blender's IK constraint does ------------------
+
+def follow_renames(tree) -> None:
+    """Follow bones renamed since the last look, for the armatures `tree` names (its Robot nodes'
+    rigs, its targets' controls): a renamed link bone renames its link in the URDF the rig
+    carries (`_follow_links`), a renamed control bone is found again by the key it and its target
+    share (`_follow_control`). Runs before each snapshot of the tree; an armature whose bone names
+    are those it had at the last look costs one `keys()` call."""
+    if tree.library is not None:
+        return
+    from ..session import SESSION
+
+    seen = SESSION.bone_names
+    key = tree.as_pointer()
+    changed: dict[tuple, list] = {}
+    for node in tree.nodes:
+        kind = kind_of(node)
+        obj = node.rig if kind == "robot" else node.control_object if kind == "ik_target" else None
+        if obj is None or obj.type != "ARMATURE":
+            continue
+        memo = (key, obj.data.as_pointer())
+        if memo in changed or seen.get(memo) != obj.data.bones.keys():
+            changed.setdefault(memo, []).append((kind != "robot", node, obj))
+    for memo, nodes in changed.items():
+        for is_target, node, obj in sorted(nodes, key=lambda found: found[0]):  # links first: a target's link may be renamed
+            if is_target:
+                _follow_control(node)
+            else:
+                _follow_links(obj)
+        seen[memo] = nodes[0][2].data.bones.keys()
+
+
+def _follow_links(rig) -> dict[str, str]:
+    """Rename, in the URDF the rig carries, each link whose bone was renamed, and in every node
+    that names it (a target's Target Bone, a Link Switch's rows, a role set by hand) and the rig's
+    tool point. A link's bone is known by the joint it stores (`Bone.kinema.joint`), the root's
+    as the parent of the root's children's. Returns {old link: new link}."""
+    from ..core.model.renames import rename_links
+    from .rig import is_rig, robot_for_rig, urdf_hash
+
+    armature = rig.data
+    if not is_rig(rig) or armature.library is not None:
+        return {}
+    robot = robot_for_rig(rig)
+    bones = armature.bones
+    by_joint = {bone.kinema.joint: bone.name for bone in bones if bone.kinema.joint}
+    renamed = {joint.child: by_joint[joint.name] for joint in robot.joints
+               if joint.name in by_joint and by_joint[joint.name] != joint.child}
+    child = next((by_joint.get(j.name) for j in robot.joints if j.parent == robot.root_link), None)
+    root = bones[child].parent if child in bones else None
+    if root is not None and root.name != robot.root_link:
+        renamed[robot.root_link] = root.name
+    if not renamed:
+        return renamed
+    settings = armature.kinema
+    settings.urdf_text = rename_links(settings.urdf_text, renamed, settings.urdf_path or "rig.urdf")
+    settings.urdf_hash = urdf_hash(settings.urdf_text)
+    settings.tool_point = renamed.get(settings.tool_point, settings.tool_point)
+    settings.fingerprint = robot_for_rig(rig).fingerprint
+    for tree in evaluator.kinema_trees():
+        if tree.library is None:
+            _rename_links_in(tree, armature, renamed)
+    return renamed
+
+
+def _rename_links_in(tree, armature, renamed: dict[str, str]) -> None:
+    """The link names `tree`'s nodes keep for rigs of `armature`, renamed."""
+    from .flatten import all_nodes
+
+    nodes = all_nodes(tree)
+    robots = [n for n in nodes if kind_of(n) == "robot" and n.rig is not None and n.rig.data == armature]
+    if not robots:
+        return
+    for node in robots:
+        for item in node.role_overrides:
+            if item.link in renamed:
+                item.link = renamed[item.link]
+    for node in nodes:
+        if kind_of(node) == "ik_target":
+            rig = node.robot_rig()
+            if rig is not None and rig.data == armature and node.link_name in renamed:
+                node.link_name = renamed[node.link_name]
+        for row in getattr(node, "ranges", ()):
+            if getattr(row, "link", None) in renamed:
+                row.link = renamed[row.link]
+    evaluator.mark_dirty(tree)
+
+
+def _follow_control(target) -> None:
+    """A target's control bone, found again by its key when renamed; a target that has no key
+    yet (made by a preset, or before keys) takes its bone's, which gets one if it has none."""
+    armature = target.control_object.data
+    bones = armature.bones
+    bone = bones.get(target.control_bone) if target.control_bone else None
+    if target.control_key:
+        if bone is not None and bone.kinema.control == target.control_key:
+            return
+        found = next((b for b in bones if b.kinema.control == target.control_key), None)
+        if found is not None:
+            target.control_bone = found.name
+        return
+    if bone is None:
+        return
+    if not bone.kinema.control and armature.library is None:
+        bone.kinema.control = uuid.uuid4().hex
+    if bone.kinema.control:
+        target.control_key = bone.kinema.control
 
 
 def solver_nodes(tree):
@@ -105,6 +298,7 @@ def add_control_bone(context, rig, robot, link: str) -> str:
     pose_bone = rig.pose.bones[name]
     pose_bone.lock_scale = (True, True, True)
     pose_bone.rotation_mode = "QUATERNION"
+    pose_bone.bone.kinema.control = uuid.uuid4().hex
     return name
 
 
@@ -116,7 +310,7 @@ def _matrix(array):
 
 def ensure_tree(rig):
     """The rig's tree with a Robot node and a Solver node, made if missing."""
-    tree = rig_tree(rig)
+    tree = own_tree(rig)
     if tree is None:
         tree = bpy.data.node_groups.new(f"Kinema {rig.name}", "KinemaNodeTree")
         tree.use_fake_user = True
@@ -148,6 +342,7 @@ def add_ik_target(context, rig, link: str | None = None, backend: str | None = N
     target.location = (-100, -200 * len(target_nodes(tree)))
     target.control_object = rig
     target.control_bone = bone
+    target.control_key = rig.data.bones[bone].kinema.control
     target.link_name = link
     tree.links.new(robot_node.outputs["Robot"], target.inputs["Robot"])
     tree.links.new(target.outputs["Target"], solver.inputs["Targets"])

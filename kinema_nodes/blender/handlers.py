@@ -5,7 +5,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import evaluator
-from ..session import changed_outside
+from ..session import SESSION, changed_outside
 
 
 @persistent
@@ -16,12 +16,25 @@ def on_frame_change(scene, depsgraph=None):
 @persistent
 def on_depsgraph_update(scene, depsgraph=None):
     changed_outside()
+    _adopt_new_copies()
     evaluator.run_all(scene)
+
+
+def _adopt_new_copies() -> None:
+    """A rig copied (Shift+D, Alt+D, Append, Link) gets its own tree; looked for only when the
+    number of objects changed, which a live frame never does."""
+    count = len(bpy.data.objects)
+    if count != SESSION.objects_seen and not SESSION.running:
+        SESSION.objects_seen = count
+        from .edit import adopt_copies
+
+        adopt_copies()
 
 
 @persistent
 def on_undo(*_args):
     changed_outside()
+    SESSION.objects_seen = None
 
 
 @persistent

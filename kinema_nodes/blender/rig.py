@@ -424,6 +424,10 @@ class KinemaBoneJoint(bpy.types.PropertyGroup):
     data_path: bpy.props.StringProperty(name="Channel", description="Pose bone property that holds the joint value")
     index: bpy.props.IntProperty(name="Channel Index")
     scale: bpy.props.FloatProperty(name="Channel Scale", default=1.0)
+    control: bpy.props.StringProperty(
+        name="Control Key",
+        description="Which IK target's control this bone is, whatever its name (the target keeps the same key): "
+                    "a renamed control is followed")
 
 
 class KinemaRigSettings(bpy.types.PropertyGroup):

@@ -21,6 +21,8 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
     control_object: bpy.props.PointerProperty(name="Control", type=bpy.types.Object, update=_control_changed,
                                               description="The object (or armature, with a bone) that the link reaches for")
     control_bone: bpy.props.StringProperty(name="Bone", update=property_changed, description="Pose bone of the control object, if it is an armature")
+    control_key: bpy.props.StringProperty(
+        name="Control Key", description="The key its control bone carries (Bone.kinema.control): found again when renamed")
     control_name: bpy.props.StringProperty(name="Control Name", description="Name of the control when it was chosen, to say which one went missing")
     link_name: bpy.props.StringProperty(name="Target Bone", update=property_changed,
                                         description="Link (bone) to aim; empty means the robot's tool point")

@@ -50,7 +50,10 @@ class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
         from ..blender.rig import is_rig
 
         rig = self.rig
-        return NodeSpec.make(self.name, "robot", rig=rig.name if rig else "", rig_is_armature=bool(rig) and is_rig(rig))
+        robot = is_rig(rig)
+        # The robot's hash too: a link renamed (blender/edit.py: follow_renames) is a new robot to compile.
+        return NodeSpec.make(self.name, "robot", rig=rig.name if rig else "", rig_is_armature=bool(rig) and robot,
+                             robot=rig.data.kinema.urdf_hash if robot else "")
 
 
 def draw_roles(node, layout):

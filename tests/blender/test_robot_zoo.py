@@ -147,6 +147,9 @@ def test_a_new_user_s_first_ten_minutes(blender, name):
     assert pose_error(fk.pose(joints_of(rig), link), goal)[0] <= REACHED_M
     assert np.array_equal(joints_of(copy), copied), "driving the original moved the copy"
     copy_solver.live = False
+    copy.select_set(False)
+    rig.select_set(True)
+    bpy.context.view_layer.objects.active = rig  # the original again: Bake and Find Solutions act on the active rig
 
     # 5: a keyed loop, scrubbed forward, backward and by jumps
     scene = bpy.context.scene
