@@ -29,7 +29,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from rig_helpers import IndependentFK, joints_of, pose_error, robot_of
+from rig_helpers import IndependentFK, joints_of, pose_error, robot_of, set_joints
 
 #: In the default run: a 6-axis arm (URDF) and a 7-axis arm (MJCF).
 QUICK = ("ur5_limited", "robosuite_kinova3")
@@ -72,6 +72,18 @@ def _walk(robot, link, q, count, step, seed):
         q = np.clip(q + free * rng.uniform(-step, step, robot.dof), lower + margin, upper - margin)
         out.append(q.copy())
     return out
+
+
+def _mid_range(robot, link, q):
+    """q with the chain's joints 40 % of the way through their ranges: keys posed away from the
+    import pose. That pose is often a singular straight arm (a UR's elbow at 0), where one target
+    fixes the elbow only to ~1e-4 rad (the tool moves < 1e-8 m across that spread), so scrubbing
+    it agrees to the tool's pose but not to SCRUB_RAD in joint space (#29 item 3, still open)."""
+    moving = set(robot.chain_joint_names(link)) - set(robot.held_joints(True))
+    lower = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
+    upper = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
+    chain = np.array([name in moving for name in robot.actuated_joint_names])
+    return np.where(chain, lower + 0.4 * (upper - lower), q)
 
 
 def _parts(rig):
@@ -153,7 +165,12 @@ def test_a_new_user_s_first_ten_minutes(blender, name):
 
     # 5: a keyed loop, scrubbed forward, backward and by jumps
     scene = bpy.context.scene
-    keys = dict(zip((1, 11, 21, 31), _walk(robot, link, joints_of(rig), 4, 0.12, seed=5)))
+    mid = _mid_range(robot, link, joints_of(rig))
+    solver.live = False  # the arm posed by its FK sliders first, as a user sets up a shot
+    set_joints(rig, mid)
+    bpy.context.view_layer.update()
+    solver.live = True
+    keys = dict(zip((1, 11, 21, 31), _walk(robot, link, mid, 4, 0.12, seed=5)))
     keys[41] = keys[1]
     control = rig.pose.bones[bone]
     for frame, q in keys.items():
