@@ -13,8 +13,11 @@ import pytest
 from kinema_nodes.core.model.example_robots import example_robot
 from rig_helpers import IndependentFK, pose_error
 
-#: README's promise between scrubbing directions and between bake and playback (rad).
-SAME_ANSWER = 1e-7
+#: README's promise between scrubbing directions and between bake and playback (rad): one step
+#: of the float32 a pose bone stores a joint in, at the joint values here (up to 2 rad: 2.4e-7).
+#: Frame 1 is the control where Add IK Target put it: the arm is left there to the bit (#29), so
+#: a later visit's exact float64 answer may sit one float32 step away.
+SAME_ANSWER = 2.4e-7
 #: How far the hand may miss the keyed target (m, rad; rotation read from float32 matrices).
 POSITION_TOL, ROTATION_TOL = 1e-4, 2e-3
 FRAMES = range(1, 13)
