@@ -127,7 +127,7 @@ def _current_program(tree, state: TreeState, was_dirty: bool) -> tuple[Program, 
             rigs[step.node] = rig
         else:
             return program, rigs
-    from .blender.edit import follow_renames
+    from .blender.renames import follow_renames
 
     follow_renames(tree)
     program = program_for(tree)

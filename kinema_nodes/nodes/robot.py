@@ -51,7 +51,7 @@ class KinemaRobotNode(KinemaTreeNode, bpy.types.Node):
 
         rig = self.rig
         robot = is_rig(rig)
-        # The robot's hash too: a link renamed (blender/edit.py: follow_renames) is a new robot to compile.
+        # The robot's hash too: a link renamed (blender/renames.py: follow_renames) is a new robot to compile.
         return NodeSpec.make(self.name, "robot", rig=rig.name if rig else "", rig_is_armature=bool(rig) and robot,
                              robot=rig.data.kinema.urdf_hash if robot else "")
 

@@ -57,3 +57,19 @@ def scrub(bpy, rig, solver, frames) -> dict:
         assert solver.summary.startswith("converged"), (frame, solver.summary)
         seen[frame] = joints_of(rig)
     return seen
+
+
+def walk(robot, link, q, count, step, seed):
+    """`count` configurations, each a small step (+- `step` rad on each chain joint) from the
+    last, inside the limits: every one is a pose the arm can reach from the one before."""
+    rng = np.random.default_rng(seed)
+    moving = set(robot.chain_joint_names(link)) - set(robot.held_joints(True))
+    free = np.array([name in moving for name in robot.actuated_joint_names], dtype=float)
+    lower = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
+    upper = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
+    margin = np.minimum(0.05, 0.1 * (upper - lower))
+    out = []
+    for _ in range(count):
+        q = np.clip(q + free * rng.uniform(-step, step, robot.dof), lower + margin, upper - margin)
+        out.append(q.copy())
+    return out

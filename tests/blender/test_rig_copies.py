@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rig_helpers import IndependentFK, joints_of, pose_error, robot_of
+from rig_helpers import IndependentFK, joints_of, pose_error, robot_of, walk
 
 ROBOTS = ("ur5_limited", "robosuite_kinova3")
 REACHED_M, REACHED_RAD = 1e-5, 1e-5
@@ -58,15 +58,8 @@ def _summary(rig) -> str:
 
 
 def _step(robot, link, q, seed, step=0.08):
-    """A small step (+- `step` rad on each joint of the chain to `link`) from q, inside the
-    limits: a pose the arm reaches from where it is."""
-    rng = np.random.default_rng(seed)
-    moving = set(robot.chain_joint_names(link)) - set(robot.held_joints(True))
-    free = np.array([name in moving for name in robot.actuated_joint_names], dtype=float)
-    lower = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
-    upper = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
-    margin = np.minimum(0.05, 0.1 * (upper - lower))
-    return np.clip(q + free * rng.uniform(-step, step, robot.dof), lower + margin, upper - margin)
+    """A small step from q: a pose the arm reaches from where it is (rig_helpers.walk)."""
+    return walk(robot, link, q, 1, step, seed)[0]
 
 
 def _drive(bpy, rig, fk, link, seed, bone=None):

@@ -29,7 +29,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from rig_helpers import IndependentFK, joints_of, pose_error, robot_of, set_joints
+from rig_helpers import IndependentFK, joints_of, pose_error, robot_of, set_joints, walk
 
 #: In the default run: a 6-axis arm (URDF) and a 7-axis arm (MJCF).
 QUICK = ("ur5_limited", "robosuite_kinova3")
@@ -56,22 +56,6 @@ def _drag(bpy, rig, bone_name, pose):
     rig.pose.bones[bone_name].matrix = Matrix(np.asarray(pose).tolist())
     bpy.context.view_layer.update()
     bpy.context.view_layer.update()
-
-
-def _walk(robot, link, q, count, step, seed):
-    """`count` configurations, each a small step (+- `step` rad on each chain joint) from the
-    last, inside the limits: every one is a pose the arm can reach from the one before."""
-    rng = np.random.default_rng(seed)
-    moving = set(robot.chain_joint_names(link)) - set(robot.held_joints(True))
-    free = np.array([name in moving for name in robot.actuated_joint_names], dtype=float)
-    lower = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
-    upper = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
-    margin = np.minimum(0.05, 0.1 * (upper - lower))
-    out = []
-    for _ in range(count):
-        q = np.clip(q + free * rng.uniform(-step, step, robot.dof), lower + margin, upper - margin)
-        out.append(q.copy())
-    return out
 
 
 def _mid_range(robot, link, q):
@@ -124,7 +108,7 @@ def test_a_new_user_s_first_ten_minutes(blender, name):
     link, bone = target.link_name, target.control_bone
 
     # 3: drags, one far out of reach and back
-    configurations = _walk(robot, link, before, 20, 0.08, seed=0)
+    configurations = walk(robot, link, before, 20, 0.08, seed=0)
     for index, q in enumerate(configurations):
         if index == 10:
             far = fk.pose(joints_of(rig), link)
@@ -149,11 +133,11 @@ def test_a_new_user_s_first_ten_minutes(blender, name):
     _, copy_solver, copy_target = _parts(copy)
     assert copy_target.control_bone
     here, there = joints_of(rig), joints_of(copy)
-    moves = _walk(robot, link, there, 2, 0.08, seed=3)
+    moves = walk(robot, link, there, 2, 0.08, seed=3)
     _drag(bpy, copy, copy_target.control_bone, fk.pose(moves[0], link))
     assert pose_error(fk.pose(joints_of(copy), link), fk.pose(moves[0], link))[0] <= REACHED_M
     assert np.array_equal(joints_of(rig), here), "driving the copy moved the original"
-    goal = fk.pose(_walk(robot, link, here, 1, 0.08, seed=4)[0], link)
+    goal = fk.pose(walk(robot, link, here, 1, 0.08, seed=4)[0], link)
     copied = joints_of(copy)
     _drag(bpy, rig, bone, goal)
     assert pose_error(fk.pose(joints_of(rig), link), goal)[0] <= REACHED_M
@@ -170,7 +154,7 @@ def test_a_new_user_s_first_ten_minutes(blender, name):
     set_joints(rig, mid)
     bpy.context.view_layer.update()
     solver.live = True
-    keys = dict(zip((1, 11, 21, 31), _walk(robot, link, mid, 4, 0.12, seed=5)))
+    keys = dict(zip((1, 11, 21, 31), walk(robot, link, mid, 4, 0.12, seed=5)))
     keys[41] = keys[1]
     control = rig.pose.bones[bone]
     for frame, q in keys.items():

@@ -1,5 +1,5 @@
 """Links renamed in a robot's URDF text: a rig's bones are its links, named as the links, so a
-bone renamed in Blender renames its link in the URDF the rig carries (blender/edit.py:
+bone renamed in Blender renames its link in the URDF the rig carries (blender/renames.py:
 `follow_renames`), and the robot read back from it names its links as the rig names its bones."""
 
 from __future__ import annotations
