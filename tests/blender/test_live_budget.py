@@ -9,6 +9,8 @@ through the operators as a user drags a control.
   distance, live stays on, and the next reachable goal converges (judged by the robot file's own
   FK: yourdfpy or MuJoCo, 1e-5 m and 1e-5 rad), on PyRoki and on NumPy.
 - A paused rig says it is paused, never a stale "converged".
+- A straight arm at import (a singular pose: the smallest singular value of its Jacobian is 0
+  there) follows a reachable 9 cm drag toward its body (Talos's left arm, the UR5; #29 item 3).
 """
 
 from __future__ import annotations
@@ -157,3 +159,26 @@ def test_a_paused_rig_says_it_is_paused_never_converged(blender, name):
     solver.budget_ms = 10_000.0
     _drag(blender, rig, target, goals[-2])
     assert _readout(tree, solver)["summary"].startswith("converged")
+
+
+@pytest.mark.parametrize("backend", ["PYROKI", "NUMPY"])
+@pytest.mark.parametrize("name", ("talos_left_arm", "ur5_limited"))
+def test_a_straight_arm_at_import_follows_a_drag_toward_its_body(blender, name, backend):
+    """#29 item 3: the import pose of these arms is a straight arm (a singular pose: Talos's
+    arm hanging, the UR's stretched out); a reachable 9 cm drag of the tool toward the chain's
+    first joint (along the arm, the one way a straight arm can go) converges and never pauses."""
+    rig, tree, solver, target = _rig_with_target(blender, name, backend)
+    robot = robot_of(rig)
+    fk = IndependentFK(robot)
+    link = target.link_name
+    start = joints_of(rig)
+    first = next(j for j in robot.joints if j.name == robot.chain_joint_names(link)[0])
+    shoulder = fk.pose(start, first.child)[:3, 3]
+    goal = fk.pose(start, link)
+    toward = shoulder - goal[:3, 3]
+    goal[:3, 3] += 0.09 * toward / np.linalg.norm(toward)
+    _drag(blender, rig, target, goal)
+    position, angle = pose_error(fk.pose(joints_of(rig), link), goal)
+    shown = _readout(tree, solver)
+    assert position <= 1e-5 and angle <= 1e-5, shown
+    assert shown["summary"].startswith("converged") and not shown["paused"] and not solver.over_budget, shown
