@@ -23,6 +23,9 @@ from ..core.shot.limits import KINDS, LimitReport, Limits, check_limits, limits_
 
 #: Markers the limits check places (the bake's own flags use "Kinema: ").
 MARKER_PREFIX = "Kinema limit: "
+#: Frames one export or limits check may span: a bake's own cap (cli/csv_files.MAX_BAKE_FRAMES),
+#: so every baked shot fits, and a stray key at frame 10,000,000 is refused before the work.
+MAX_EXPORT_FRAMES = 100_000
 #: Suffix of a retimed copy of an action.
 RETIMED_SUFFIX = " retimed"
 
@@ -130,6 +133,8 @@ def baked_range(rig, robot) -> tuple[int, int]:
         co = np.empty(2 * len(curve.keyframe_points), dtype=np.float32)
         curve.keyframe_points.foreach_get("co", co)
         low, high = min(low, float(co[0::2].min())), max(high, float(co[0::2].max()))
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise KinemaError(f"rig '{rig.name}' has a key at a frame that is not a finite number")
     return int(np.ceil(low - 1e-6)), int(np.floor(high + 1e-6))
 
 
@@ -159,6 +164,9 @@ def baked_joints(rig, robot, frames: tuple[int, int] | None = None) -> tuple[np.
         if frames[0] < first or frames[1] > last:
             raise KinemaError(f"frames {frames[0]}:{frames[1]} lie outside the baked range {first}:{last} of rig '{rig.name}'")
         first, last = frames
+    if last - first + 1 > MAX_EXPORT_FRAMES:
+        raise KinemaError(f"rig '{rig.name}' is keyed from frame {first} to {last}: {last - first + 1:,} frames, more than "
+                          f"{MAX_EXPORT_FRAMES:,} (a key far outside the shot?); export a part with --frames FIRST:LAST")
     numbers = np.arange(first, last + 1, dtype=float)
     held = read_joint_values(rig, robot)
     q = np.tile(held, (len(numbers), 1))

@@ -54,6 +54,12 @@ def import_reach_map(context, path, include_unreachable: bool = False, radius: f
     import bpy
 
     reach_map = load_map(path)
+    from .rig import is_rig, robot_for_rig
+
+    if is_rig(parent):  # drawn in a Kinema rig's root frame: it must be that robot's map
+        from ..core.reach import check_map_matches
+
+        check_map_matches(reach_map, robot_for_rig(parent), f"reach map '{path}'")
     index = reach_map.index
     keep = np.ones(len(index), dtype=bool) if include_unreachable else index > 0
     centres = np.ascontiguousarray(reach_map.centres[keep], dtype=np.float32)

@@ -217,6 +217,7 @@ def run_bake(args) -> int:
     _check_output(args.report, ".png", "--report")
     from ..core.files import check_output_path
 
+    refuse_outputs_over_inputs(args)
     for option, value in (("--out", args.out), ("--joints-out", args.joints_out), ("--report", args.report)):
         if value:
             check_output_path(value, option)  # refused now, not after the bake
@@ -253,6 +254,22 @@ def run_bake(args) -> int:
     text = [*text, *limit_lines]
     emit(args, payload, text)
     return exit_code(payload)
+
+
+def refuse_outputs_over_inputs(args) -> None:
+    """Every output of a bake is a file of its own: not the targets, the robot, the preset or the
+    obstacles it reads (after links), and not another output. Without this `--joints-out` given
+    the targets' name replaced the targets and the bake exited 0."""
+    from ..core.files import refuse_writing_over_inputs
+
+    def given_file(value):
+        return value if value and Path(value).is_file() else None
+
+    outputs = {"--out": args.out, "--joints-out": args.joints_out, "--report": args.report,
+               "--retime": getattr(args, "retime", None), "--limits-report": getattr(args, "limits_report", None)}
+    inputs = {"--targets": args.targets, "robot file": given_file(args.urdf), "--preset": given_file(args.preset),
+              "--obstacles": given_file(getattr(args, "obstacles", None))}
+    refuse_writing_over_inputs(outputs, inputs)
 
 
 def exit_code(payload: dict) -> int:

@@ -18,6 +18,7 @@ inputs is skipped unless --force. Dask is imported only here (the `scale` extra)
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
@@ -40,10 +41,57 @@ def need_dask():
     return distributed
 
 
+#: Seconds a --scheduler has to answer as a Dask scheduler before the command gives up (exit 2).
+SCHEDULER_TIMEOUT_S = 20.0
+
+
 def add_cluster_arguments(parser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler (tcp://host:8786); default: a local cluster")
     group.add_argument("--workers", type=int, metavar="N", help="local cluster size (default: one worker per core)")
+    parser.add_argument("--scheduler-timeout", type=float, default=SCHEDULER_TIMEOUT_S, metavar="S",
+                        help=f"give up when --scheduler has not answered as a Dask scheduler within S seconds "
+                             f"(default {SCHEDULER_TIMEOUT_S:g}; exit 2)")
+
+
+def ask_scheduler(address: str, timeout: float) -> dict:
+    """Ask `address` who it is (Dask's `identity`), the whole exchange bounded by `timeout`:
+    connecting, the handshake and the answer. Returns the scheduler's identity, or raises one
+    line.
+
+    Dask's own `Client(timeout=)` bounds the connection only: a socket that accepts and never
+    speaks, or an HTTP server (whose reply Dask reads as a frame length of exabytes), kept the
+    command waiting forever or ended it in a MemoryError. So the address is asked first, in an
+    event loop of its own under `asyncio.wait_for`, and only a real scheduler gets a Client."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    where = f"--scheduler '{address}'"
+
+    async def identity():
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity"})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        answer = asyncio.run(asyncio.wait_for(identity(), timeout))
+    except TimeoutError:  # asyncio.TimeoutError is TimeoutError from Python 3.11
+        raise KinemaError(f"{where}: no Dask scheduler answered within {timeout:g} s (--scheduler-timeout)") from None
+    except ValueError as exc:  # an unknown scheme, a malformed address
+        raise KinemaError(f"{where}: not a Dask address ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise KinemaError(f"{where}: cannot connect ({message})") from None
+    except Exception as exc:  # noqa: BLE001 - whatever a stranger's reply does to Dask's reader (MemoryError included)
+        raise KinemaError(f"{where}: answered, but not as a Dask scheduler ({type(exc).__name__})") from None
+    if not isinstance(answer, dict) or answer.get("type") != "Scheduler":
+        kind = answer.get("type") if isinstance(answer, dict) else type(answer).__name__
+        raise KinemaError(f"{where}: answered as {kind!s:.40}, not as a Dask scheduler")
+    return answer
 
 
 class open_client:
@@ -59,11 +107,15 @@ class open_client:
             raise KinemaError(f"--workers must be at least 1, got {workers}")
         dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_WORKER_DEATHS,
                          "distributed.logging.distributed": "error"})
+        timeout = getattr(args, "scheduler_timeout", SCHEDULER_TIMEOUT_S)
+        if not (math.isfinite(timeout) and 0 < timeout <= 3600):
+            raise KinemaError(f"--scheduler-timeout must be a number of seconds in 0 .. 3600, got {timeout}")
         if args.scheduler:
+            ask_scheduler(args.scheduler, timeout)
             try:
-                self.client = distributed.Client(args.scheduler, timeout="20s")
+                self.client = distributed.Client(args.scheduler, timeout=f"{timeout}s")
             except (OSError, TimeoutError, ValueError) as exc:
-                raise KinemaError(f"--scheduler '{args.scheduler}': cannot connect ({exc})") from None
+                raise KinemaError(f"--scheduler '{args.scheduler}': cannot connect ({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
         else:
             self.cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                                     processes=True, dashboard_address=None, silence_logs=50)
@@ -160,6 +212,7 @@ def _shot_child(arguments: list[str], out_fd: int, err_fd: int) -> None:  # prag
     from .main import main
 
     die_with_parent()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's clean-up handler is not the shot's
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
     code = 1
@@ -177,12 +230,12 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
     ARGUMENTS` and answer one line ({"rc", "stdout", "stderr"}) on the original stdout. Each
     child is a fresh copy of the warm state (fork), so no shot sees another's scene."""
     import contextlib
-    import glob
     import tempfile
 
     from ..core.shot.batch import die_with_parent
 
-    die_with_parent()
+    die_with_parent(signal.SIGTERM)  # not SIGKILL: the server removes its own files first
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)  # anything printed outside a child must not corrupt the answers
@@ -194,20 +247,30 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
         return
     answers.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     answers.flush()
-    folder = tempfile.gettempdir()  # each pair is removed once read; only a shot running when a server died leaves its pair
-    for stale in glob.glob(os.path.join(folder, "kinema-shot-*-*-*.*")):  # ... swept here when that server is gone
-        try:
-            os.kill(int(stale.rsplit("-", 2)[-2]), 0)
-        except ProcessLookupError:
+    # A shot's stdout and stderr go to a pair of files in a folder of this server's own, removed
+    # by their exact names once read, and the folder with them when the server ends. Nothing is
+    # ever swept up by a name pattern: a pattern in the shared temporary folder can match a
+    # user's file. (A server killed mid-shot leaves its folder; the system's temporary-file
+    # cleaning takes it.)
+    folder = tempfile.mkdtemp(prefix="kinema-shots-")
+    current: list[str] = []  # the pair of the shot running now
+    try:
+        _answer_requests(answers, folder, current)
+    finally:
+        for path in current:
             with contextlib.suppress(OSError):
-                os.unlink(stale)
-        except (ValueError, OSError):
-            pass
+                os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)  # empty by now; a folder that is not empty is left as it is
+
+
+def _answer_requests(answers, folder: str, current: list[str]) -> None:  # pragma: no cover - runs in `serve_shots`
     for count, line in enumerate(sys.stdin):
         request = json.loads(line)
         label = "".join(c if c.isalnum() or c in "-_" else "_" for c in str(request.get("label", "shot")))[:60]
-        paths = [os.path.join(folder, f"kinema-shot-{label}-{os.getpid()}-{count}.{kind}") for kind in ("out", "err")]
-        fds = [os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600) for p in paths]
+        paths = [os.path.join(folder, f"kinema-shot-{label}-{count}.{kind}") for kind in ("out", "err")]
+        current[:] = paths
+        fds = [os.open(p, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600) for p in paths]
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -232,5 +295,6 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
             with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as handle:
                 texts.append(handle.read())
             os.unlink(path)
+        current.clear()
         answers.write(json.dumps({"rc": rc, "stdout": texts[0], "stderr": texts[1]}) + "\n")
         answers.flush()

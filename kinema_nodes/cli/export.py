@@ -61,6 +61,8 @@ def add_arguments_export(parser):
     parser.add_argument("--topic", default="/joint_trajectory", help="ros2: the topic in the bag (default /joint_trajectory)")
     parser.add_argument("--model", metavar="MJCF.xml", help="mujoco: the model whose joints order qpos")
     parser.add_argument("--velocities", action="store_true", help="json: add velocities per frame")
+    parser.add_argument("--force", action="store_true",
+                        help="ros2: replace an existing bag at --out (a folder holding anything but the bag is never replaced)")
     add_limit_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -82,8 +84,8 @@ def open_blend(path: str):
     return bpy
 
 
-def _check_out(fmt: str, out: str) -> None:
-    from ..core.shot.export import ros2_paths
+def _check_out(fmt: str, out: str, force: bool = False) -> None:
+    from ..core.shot.export import check_bag_output, ros2_paths
     from ..core.files import check_output_path
 
     suffixes = SUFFIXES[fmt]
@@ -92,16 +94,28 @@ def _check_out(fmt: str, out: str) -> None:
     if fmt == "ros2":
         bag, yaml_path = ros2_paths(out)
         check_output_path(yaml_path, "--out")
-        if bag.exists() and not (bag / "metadata.yaml").is_file():
-            raise KinemaError(f"--out '{bag}' exists and is not a rosbag2 folder; refusing to write over it")
+        check_bag_output(bag, force)
     else:
         check_output_path(out, "--out")
+
+
+def refuse_outputs_over_inputs(args) -> None:
+    """The export's files are not the shot it reads nor the --model (after links)."""
+    from ..core.files import refuse_writing_over_inputs
+    from ..core.shot.export import ros2_paths
+
+    outputs = {"--out": args.out}
+    if args.format == "ros2":
+        bag, yaml_path = ros2_paths(args.out)
+        outputs = {"--out": bag, "--out's YAML": yaml_path}
+    refuse_writing_over_inputs(outputs, {"SHOT.blend": args.blend, "--model": args.model})
 
 
 def run_export(args) -> int:
     from ..core.shot.export import export
 
-    _check_out(args.format, args.out)
+    _check_out(args.format, args.out, args.force)
+    refuse_outputs_over_inputs(args)
     if args.format == "mujoco" and not args.model:
         raise KinemaError("--format mujoco needs --model MJCF.xml (the model whose joints order qpos)")
     overrides = limit_overrides(args)
@@ -111,7 +125,8 @@ def run_export(args) -> int:
     bpy = open_blend(args.blend)
     rig = find_rig(args.rig)
     trajectory = rig_trajectory(rig, bpy.context.scene, frames, **overrides)
-    paths = export(trajectory, args.format, args.out, topic=args.topic, model=args.model, velocities=args.velocities)
+    paths = export(trajectory, args.format, args.out, topic=args.topic, model=args.model, velocities=args.velocities,
+                   force=args.force)
     report = trajectory.report
     payload = {"format": args.format, "out": [str(p) for p in paths], "rig": rig.name, "robot": trajectory.robot_name,
                "frames": [int(trajectory.frames[0]), int(trajectory.frames[-1])], "fps": trajectory.fps,

@@ -62,12 +62,12 @@ def run_reach(args) -> int:
     orientations = super_fibonacci(args.orientations)
     poses = len(centres) * len(orientations)
     need_dask()
-    bounds = reach_bounds(robot, link)  # searched once here, not once per worker
     from distributed import as_completed
 
     from .bake import TerminalProgress
 
-    with open_client(args) as client:
+    with open_client(args) as client:  # a --scheduler that does not answer is refused before the search below
+        bounds = reach_bounds(robot, link)  # searched once here, not once per worker
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         work = None
         if bounds is not None:

@@ -225,3 +225,44 @@ def check_input_file(path: str | Path, what: str = "input") -> Path:
     if not stat.S_ISREG(info.st_mode):
         raise KinemaError(f"{what} '{path}' is not a regular file (a device, pipe or socket); refused")
     return path
+
+
+
+def file_identities(path: str | Path) -> tuple:
+    """What makes two paths one file: the path after symlinks and `..` (realpath), and, where
+    it exists, its device and inode (a hard link, a bind mount)."""
+    real = os.path.realpath(path)
+    try:
+        info = os.stat(real)
+    except (OSError, ValueError):
+        return (("path", real),)
+    return (("path", real), ("inode", info.st_dev, info.st_ino))
+
+
+def refuse_writing_over_inputs(outputs: dict[str, str | Path | None], inputs: dict[str, str | Path | None]) -> None:
+    """Refuse, before any work, an output that is one of the inputs (or another output).
+
+    `outputs` and `inputs` map what the user called each (an option, "shot 'a': targets") to
+    its path; None is skipped. Writing the joints over the targets CSV, or a .blend over the
+    robot file, would destroy what the user gave us, and the atomic writer would do it without
+    complaint; two outputs on one file would leave only the last. Links are resolved first, so a
+    symlink or hard link to an input is the input. Linear in the paths (a batch has many)."""
+    read: dict[tuple, tuple[str, str | Path]] = {}
+    for what, path in inputs.items():
+        if path is not None:
+            for identity in file_identities(path):
+                read.setdefault(identity, (what, path))
+    written: dict[tuple, tuple[str, str | Path]] = {}
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        identities = file_identities(path)
+        for identity in identities:
+            if identity in read:
+                input_what, input_path = read[identity]
+                raise OutputError(f"{what} '{path}' is the {input_what} '{input_path}'; refusing to write over an input")
+            if identity in written:
+                other_what, other_path = written[identity]
+                raise OutputError(f"{what} '{path}' and {other_what} '{other_path}' are the same file; give each its own")
+        for identity in identities:
+            written[identity] = (what, path)

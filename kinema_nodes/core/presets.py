@@ -75,6 +75,22 @@ class PresetWarning(UserWarning):
 
 #: Largest preset file read: the shipped ones are ~2 KB.
 MAX_PRESET_BYTES = 1024 * 1024
+#: The range of a number a preset may set, by param name (the Blender properties' own limits,
+#: or what the quantity can mean: a position tolerance of a metre already accepts any pose). A
+#: tolerance of 1e300 makes every solve "converged"; a weight of 1e308 overflows the solver's
+#: squared errors to inf. Either would be applied silently, so both are refused.
+NUMBER_RANGES: dict[str, tuple[float, float]] = {
+    "position_tolerance": (1e-9, 1.0),  # m
+    "rotation_tolerance": (1e-9, math.pi),  # rad
+    "position_weight": (0.0, 1e6),
+    "rotation_weight": (0.0, 1e6),
+    "max_iterations": (1, 10_000),
+    "margin_mm": (0.0, 1000.0),
+    "speed_limit": (0.0, 1e6),
+    "configuration_index": (0, 1_000_000),
+}
+#: Any other number in a preset (a frame, a swivel angle, a value): within this of zero.
+MAX_PRESET_NUMBER = 1e7
 #: Sockets per node kind (inputs, outputs), as the nodes make them: a preset link must use these.
 NODE_SOCKETS = {
     "robot": ((), ("Robot",)), "ik_target": (("Robot", "Link"), ("Target",)), "solver": (("Targets",), ("Solution",)),
@@ -249,7 +265,17 @@ def _no_constant(name: str):
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and abs(value) <= MAX_PRESET_NUMBER
+
+
+def _check_range(where: str, key: str, value, fail) -> None:
+    """A number outside what its param can mean (`NUMBER_RANGES`), or beyond `MAX_PRESET_NUMBER`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return
+    low, high = NUMBER_RANGES.get(key, (-MAX_PRESET_NUMBER, MAX_PRESET_NUMBER))
+    if not low <= value <= high:
+        fail(f"{where} is {value:g}, outside {low:g} .. {high:g}")
 
 
 def _is_reference(value) -> bool:
@@ -276,9 +302,12 @@ def _check_node_fields(node: dict, fail) -> None:
         elif isinstance(value, list):
             if len(value) > 64 or not all(_is_number(v) or isinstance(v, (str, bool)) for v in value):
                 fail(f"{where} must be a short list of numbers")
-        elif not (value is None or isinstance(value, (str, bool)) or _is_number(value)):
-            fail(f"{where} must be a number, text or true/false, not {type(value).__name__}")
+        else:
+            _check_range(where, key, value, fail)
+            if not (value is None or isinstance(value, (str, bool)) or _is_number(value)):
+                fail(f"{where} must be a number, text or true/false, not {type(value).__name__}")
     for key, value in node.get("values", {}).items():
+        _check_range(f"node '{name}': values.{key}", key, value, fail)
         if not (_is_number(value) or isinstance(value, bool)):
             fail(f"node '{name}': values.{key} must be a finite number, not {value!r:.60}")
     keys = node.get("keys", {})

@@ -460,14 +460,63 @@ class ReachMap:
 
 
 def load_map(path: str | Path) -> ReachMap:
-    """A map written by `ReachMap.save` (no pickles: a map file runs no code)."""
+    """A map written by `ReachMap.save` (no pickles: a map file runs no code), checked whole
+    (`map_problem`) before anything draws it."""
+    from .files import check_input_file
+
+    check_input_file(path, "reach map")
     try:
         with np.load(path, allow_pickle=False) as data:
-            return ReachMap(str(data["robot"]), str(data["link"]), [str(n) for n in data["joint_names"]], data["centres"],
-                            tuple(int(v) for v in data["shape"]), float(data["step"]), data["orientations_wxyz"],
-                            data["reached"], data["witness"])
-    except (OSError, KeyError, ValueError) as exc:
-        raise KinemaError(f"reach map '{path}' cannot be read: {exc}") from None
+            reach_map = ReachMap(str(data["robot"]), str(data["link"]), [str(n) for n in data["joint_names"]], data["centres"],
+                                 tuple(int(v) for v in data["shape"]), float(data["step"]), data["orientations_wxyz"],
+                                 data["reached"], data["witness"])
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise KinemaError(f"reach map '{path}' cannot be read: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    problem = map_problem(reach_map)
+    if problem:
+        raise KinemaError(f"reach map '{path}': {problem}; refusing to use it")
+    return reach_map
+
+
+def map_problem(reach_map: ReachMap) -> str | None:
+    """What makes a map's arrays disagree with each other or hold non-finite numbers, else None.
+    A map with NaN centres would be drawn as points at the origin or nowhere, and a shape that
+    is not its cell count would be drawn sliced wrong: both look like a real map."""
+    centres = np.asarray(reach_map.centres)
+    cells = len(centres) if centres.ndim else 0
+    if centres.ndim != 2 or centres.shape[1:] != (3,) or not np.issubdtype(centres.dtype, np.number):
+        return f"centres have shape {centres.shape}, not (cells, 3)"
+    if not np.all(np.isfinite(centres)):
+        return "a cell centre is not finite (NaN or inf)"
+    if len(reach_map.shape) != 3 or min(reach_map.shape) < 1 or int(np.prod(reach_map.shape, dtype=object)) != cells:
+        return f"the grid shape {reach_map.shape} does not hold its {cells} cells"
+    if not (math.isfinite(reach_map.step) and reach_map.step > 0):
+        return f"the cell size {reach_map.step} is not a positive number"
+    orientations = np.asarray(reach_map.orientations)
+    if orientations.ndim != 2 or orientations.shape[1:] != (4,) or not np.all(np.isfinite(orientations)):
+        return "the orientations are not finite quaternions (orientations, 4)"
+    reached = np.asarray(reach_map.reached)
+    if reached.dtype != bool or reached.shape != (cells, len(orientations)):
+        return f"'reached' has shape {reached.shape} of {reached.dtype}, not ({cells}, {len(orientations)}) of bool"
+    witness = np.asarray(reach_map.witness)
+    if witness.shape != (cells, len(orientations), len(reach_map.joint_names)):
+        return f"the witness configurations have shape {witness.shape}, not ({cells}, {len(orientations)}, " \
+               f"{len(reach_map.joint_names)} joints)"
+    if not np.all(np.isfinite(witness[reached])):
+        return "a reached pose's witness configuration is not finite"
+    return None
+
+
+def check_map_matches(reach_map: ReachMap, robot, where: str = "reach map") -> None:
+    """Refuse a map made for another robot: its robot name and joint names must be the rig's
+    (a map of another arm, drawn on this one, shows reach it does not have)."""
+    if reach_map.robot != robot.name:
+        raise KinemaError(f"{where} is of robot '{reach_map.robot}', not '{robot.name}'; refusing to draw it on this rig")
+    if list(reach_map.joint_names) != list(robot.actuated_joint_names):
+        raise KinemaError(f"{where} was made for the joints {', '.join(reach_map.joint_names[:8])}, not this rig's "
+                          f"{', '.join(robot.actuated_joint_names[:8])}; refusing to draw it on this rig")
+    if reach_map.link not in robot.links:
+        raise KinemaError(f"{where} is of link '{reach_map.link}', which this rig does not have")
 
 
 def chunks(count: int, parts: int, work: np.ndarray | None = None) -> list[np.ndarray]:

@@ -43,6 +43,9 @@ class KINEMA_OT_export_trajectory(ReportingOperator, bpy.types.Operator, ExportH
     topic: bpy.props.StringProperty(name="Topic", default="/joint_trajectory", description="ROS 2: the bag's topic")
     model: bpy.props.StringProperty(name="MJCF Model", subtype="FILE_PATH",
                                     description="MuJoCo: the model whose joints order qpos")
+    replace_bag: bpy.props.BoolProperty(name="Replace Existing Bag", default=False,
+                                        description="ROS 2: replace a bag already at this path (a folder holding "
+                                                    "anything but the bag is never replaced)")
 
     def invoke(self, context, event):
         self.filename_ext = EXTENSIONS[self.format]
@@ -58,7 +61,8 @@ class KINEMA_OT_export_trajectory(ReportingOperator, bpy.types.Operator, ExportH
         frames = (context.scene.frame_start, context.scene.frame_end) if self.use_scene_range else None
         trajectory = rig_limits.rig_trajectory(rig, context.scene, frames)
         paths = export(trajectory, self.format, bpy.path.abspath(self.filepath), topic=self.topic,
-                       model=bpy.path.abspath(self.model) if self.model else None, velocities=self.velocities)
+                       model=bpy.path.abspath(self.model) if self.model else None, velocities=self.velocities,
+                       force=self.replace_bag)
         flagged = trajectory.report is not None and trajectory.report.flagged
         return ({"WARNING"} if flagged else {"INFO"},
                 f"exported {len(trajectory.frames)} frames to {', '.join(str(p) for p in paths)}"

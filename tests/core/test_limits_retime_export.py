@@ -205,8 +205,8 @@ def test_rosbag2_read_back_with_rosbags_holds_the_same_positions_and_stamps(ur10
             store, reference = joint_trajectory_message(trajectory, velocities, frame_id)
             assert joint_trajectory_cdr(trajectory, velocities, frame_id) == store.serialize_cdr(
                 reference, "trajectory_msgs/msg/JointTrajectory"), (frame_id, velocities)
-    # a second export replaces the bag whole
-    write_ros2(tmp_path / "shot_bag", trajectory, topic="/arm/joint_trajectory")
+    # a second export replaces the bag whole, when told to (--force)
+    write_ros2(tmp_path / "shot_bag", trajectory, topic="/arm/joint_trajectory", force=True)
     assert len(read_ros2(bag, "/arm/joint_trajectory")) == 1
     with pytest.raises(KinemaError, match="topic"):
         write_ros2(tmp_path / "other", trajectory, topic="no slash")

@@ -113,7 +113,15 @@ def _robot(value, what: str, folder: Path) -> str:
         raise KinemaError(f"{what} must be a URDF path or a robot name, got {value!r}")
     if value.lower().endswith(ROBOT_FILE_SUFFIXES) or "/" in value or os.sep in value:
         return str((folder / value).resolve())
+    _not_an_option(value, what)
     return value
+
+
+def _not_an_option(value: str, what: str) -> None:
+    """A name that the shot's `kinema-nodes bake` command line would read as an option."""
+    if value.startswith("-"):
+        raise KinemaError(f"{what}: {value!r} starts with '-', so the bake would read it as an option; "
+                          f"give a file path (./{value}) or a name")
 
 
 def parse_shot(raw, index: int, folder: Path, defaults: dict) -> Shot:
@@ -142,6 +150,7 @@ def parse_shot(raw, index: int, folder: Path, defaults: dict) -> Shot:
     if entry.get("link") is not None:
         if not isinstance(entry["link"], str):
             raise KinemaError(f"{where}: link must be a link name, got {entry['link']!r}")
+        _not_an_option(entry["link"], f"{where}: link")
         shot.link = entry["link"]
     for key, suffix in (("joints_out", ".csv"), ("report", ".png")):
         if entry.get(key) is not None:
@@ -153,6 +162,8 @@ def parse_shot(raw, index: int, folder: Path, defaults: dict) -> Shot:
     if preset is not None:
         if not isinstance(preset, str):
             raise KinemaError(f"{where}: preset must be a name or a .json path, got {preset!r}")
+        if not preset.lower().endswith(".json"):
+            _not_an_option(preset, f"{where}: preset")
         shot.preset = str((folder / preset).resolve()) if preset.lower().endswith(".json") else preset
     solver = entry.get("solver", "numpy")
     if solver not in ("numpy", "pyroki"):
@@ -161,6 +172,8 @@ def parse_shot(raw, index: int, folder: Path, defaults: dict) -> Shot:
     start = entry.get("start") or {}
     if not isinstance(start, dict):
         raise KinemaError(f"{where}: start must be an object of joint name -> value, got {start!r}")
+    for joint in start:
+        _not_an_option(str(joint), f"{where}: start")
     shot.start = {str(k): _number(v, f"{where}: start '{k}'", positive=False) for k, v in start.items()}
     if entry.get("fps") is not None:
         shot.fps = _number(entry["fps"], f"{where}: fps")
@@ -189,6 +202,8 @@ def read_manifest(path: str | Path) -> list[Shot]:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise KinemaError(f"manifest '{path}' is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise KinemaError(f"manifest '{path}' is nested too deep to be a list of shots") from None
     defaults = {}
     if isinstance(data, dict):
         unknown = sorted(set(data) - {"shots", "defaults"})
@@ -214,7 +229,24 @@ def read_manifest(path: str | Path) -> list[Shot]:
         if shot.name in names:
             raise KinemaError(f"manifest '{path}': two shots are named '{shot.name}'")
         names.add(shot.name)
+    refuse_outputs_over_inputs(shots)
     return shots
+
+
+def refuse_outputs_over_inputs(shots: list[Shot]) -> None:
+    """No shot writes over a file any shot reads (its own or another's targets, robot or
+    preset), after links: a batch runs its shots in any order, so one shot's output over
+    another's targets would bake that shot from joints, or fail it, depending on the timing."""
+    from ..files import refuse_writing_over_inputs
+
+    inputs, outputs = {}, {}
+    for shot in shots:
+        for kind, value in (("targets", shot.targets), ("robot", shot.robot), ("preset", shot.preset)):
+            if value is not None and (kind == "targets" or Path(value).is_file()):
+                inputs[f"shot '{shot.name}' {kind}"] = value
+        for kind, value in (("out", shot.out), ("joints_out", shot.joints_out), ("report", shot.report)):
+            outputs[f"shot '{shot.name}' {kind}"] = value
+    refuse_writing_over_inputs(outputs, inputs)
 
 
 def is_fresh(shot: Shot) -> bool:
@@ -227,12 +259,13 @@ def is_fresh(shot: Shot) -> bool:
     return oldest_output > newest_input
 
 
-def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the bake dies when its worker dies, so a retried shot never races an orphan."""
+def die_with_parent(signal_number: int = signal.SIGKILL) -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the bake dies when its worker dies, so a retried shot never races an orphan.
+    (`signal_number`: SIGTERM for a process that cleans up after itself first.)"""
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal_number))  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 

@@ -297,14 +297,77 @@ def ros2_paths(path: str | Path) -> tuple[Path, Path]:
     return path, path.with_name(path.name + ".yaml")
 
 
-def write_ros2(path: str | Path, trajectory: Trajectory, topic: str = DEFAULT_TOPIC, velocities: bool = True) -> tuple[Path, Path]:
+#: Files a rosbag2 folder holds beside its metadata.yaml (sqlite3 and MCAP storage).
+BAG_FILE_SUFFIXES = (".db3", ".mcap")
+#: A metadata.yaml larger than this is not one rosbags wrote.
+MAX_BAG_METADATA_BYTES = 1024 * 1024
+
+
+def bag_folder_files(folder: Path) -> list[str] | None:
+    """The file names of `folder` when it is itself a rosbag2 and nothing else: metadata.yaml
+    plus the .db3/.mcap files that metadata lists, every one a regular file; else None. Only
+    such a folder may be replaced by an export, and only with --force: anything else in it is
+    the user's, and a folder is replaced whole."""
+    import stat
+
+    try:
+        names = sorted(os.listdir(folder))
+        metadata = folder / "metadata.yaml"
+        info = metadata.lstat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BAG_METADATA_BYTES:
+            return None
+        from ruamel.yaml import YAML
+
+        document = YAML(typ="safe").load(metadata.read_text(encoding="utf-8"))
+    except Exception:  # noqa: BLE001 - unreadable, not YAML, not UTF-8: not a bag this export may replace
+        return None
+    information = document.get("rosbag2_bagfile_information") if isinstance(document, dict) else None
+    listed = information.get("relative_file_paths") if isinstance(information, dict) else None
+    if not isinstance(listed, list) or not all(isinstance(name, str) for name in listed):
+        return None
+    for name in names:
+        if name == "metadata.yaml":
+            continue
+        if name not in listed or not name.endswith(BAG_FILE_SUFFIXES) or not (folder / name).is_file() \
+                or (folder / name).is_symlink():
+            return None
+    return names
+
+
+def check_bag_output(bag: Path, force: bool = False) -> None:
+    """Refuse, before any work, a ros2 --out whose folder holds anything of the user's.
+
+    Nothing there, or an empty folder: written. An existing rosbag2 (`bag_folder_files`):
+    replaced with --force, else refused. A folder with anything else in it, a file or a
+    link: refused, --force or not; an export never merges into a folder or removes one it
+    cannot prove is only a bag."""
+    if not os.path.lexists(bag):
+        return
+    if bag.is_symlink():
+        raise OutputError(f"--out '{bag}' is a link; refusing to replace it (give the bag folder itself)")
+    if not bag.is_dir():
+        raise OutputError(f"--out '{bag}' exists and is not a folder; refusing to write over it")
+    try:
+        empty = not any(os.scandir(bag))
+    except OSError as exc:
+        raise OutputError(f"--out '{bag}' cannot be read: {exc.strerror or exc}") from None
+    if empty:
+        return
+    if bag_folder_files(bag) is None:
+        raise OutputError(f"--out '{bag}' is a folder holding files other than a rosbag2; refusing to write into or over it")
+    if not force:
+        raise OutputError(f"--out '{bag}' is an existing rosbag2; --force replaces it")
+
+
+def write_ros2(path: str | Path, trajectory: Trajectory, topic: str = DEFAULT_TOPIC, velocities: bool = True,
+               force: bool = False) -> tuple[Path, Path]:
     """The JointTrajectory as a rosbag2 folder (one message on `topic`) and as YAML beside it.
-    Both are written completely to temporaries first; an existing bag is replaced only then."""
+    Both are written completely to temporaries first; an existing bag is replaced only then,
+    and only with `force` (`check_bag_output`)."""
     _check_topic(topic)
     bag, yaml_path = ros2_paths(path)
     check_output_path(yaml_path, "--out")
-    if bag.exists() and not (bag.is_dir() and (bag / "metadata.yaml").is_file()):
-        raise OutputError(f"--out '{bag}' exists and is not a rosbag2 folder; refusing to write over it")
+    check_bag_output(bag, force)
     try:
         from rosbags.rosbag2 import Writer
     except ImportError:
@@ -358,6 +421,8 @@ def mujoco_qpos(trajectory: Trajectory, model_path: str | Path) -> dict:
     index = {name: i for i, name in enumerate(trajectory.joint_names)}
     mimic = {name: (source, m, o) for name, source, m, o in trajectory.mimics}
     width = {int(mujoco.mjtJoint.mjJNT_FREE): 7, int(mujoco.mjtJoint.mjJNT_BALL): 4}
+    kinds = {int(mujoco.mjtJoint.mjJNT_FREE): "free", int(mujoco.mjtJoint.mjJNT_BALL): "ball",
+             int(mujoco.mjtJoint.mjJNT_SLIDE): "slide", int(mujoco.mjtJoint.mjJNT_HINGE): "hinge"}
     qpos = np.tile(np.asarray(model.qpos0, dtype=float), (len(trajectory.frames), 1))
     names, addresses, matched, unmatched = [], [], [], []
     for j in range(model.njnt):
@@ -365,6 +430,15 @@ def mujoco_qpos(trajectory: Trajectory, model_path: str | Path) -> dict:
         address = int(model.jnt_qposadr[j])
         names.append(name)
         addresses.append(address)
+        if name in index:
+            # a name match is only a match when the kinds agree: metres written into a hinge's
+            # radians (or a revolute joint's angle into a free joint's x) plays back wrong
+            kind = kinds.get(int(model.jnt_type[j]), "unknown")
+            wanted = "slide" if trajectory.prismatic[index[name]] else "hinge"
+            if kind != wanted:
+                ours = "prismatic" if wanted == "slide" else "revolute"
+                raise KinemaError(f"--model '{model_path}': joint '{name}' is a {kind} joint there but {ours} in "
+                                  f"{trajectory.robot_name}; refusing to match them by name")
         if width.get(int(model.jnt_type[j]), 1) != 1:
             continue
         if name in index:
@@ -396,14 +470,15 @@ def write_mujoco(path: str | Path, trajectory: Trajectory, model_path: str | Pat
 
 
 def export(trajectory: Trajectory, fmt: str, out: str | Path, *, topic: str = DEFAULT_TOPIC, model: str | None = None,
-           velocities: bool = False) -> list[Path]:
-    """Write `trajectory` as `fmt`; returns the paths written."""
+           velocities: bool = False, force: bool = False) -> list[Path]:
+    """Write `trajectory` as `fmt`; returns the paths written. `force`: ros2 may replace an
+    existing bag (never a folder holding anything else)."""
     if fmt == "csv":
         return [write_csv(out, trajectory)]
     if fmt == "json":
         return [write_json(out, trajectory, velocities)]
     if fmt == "ros2":
-        return list(write_ros2(out, trajectory, topic, velocities=True))
+        return list(write_ros2(out, trajectory, topic, velocities=True, force=force))
     if fmt == "mujoco":
         if not model:
             raise KinemaError("the mujoco format needs --model MJCF.xml (the model whose joints order qpos)")
