@@ -20,7 +20,7 @@ from .world import GROUND, Box, Sphere, World
 
 if TYPE_CHECKING:
     from ..model.robot import RobotModel
-    from .robot_capsules import CollisionModel
+    from .collision_model import CollisionModel
 
 
 @dataclass

@@ -10,7 +10,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..model.robot import RobotModel
-    from .robot_capsules import CollisionModel
+    from .collision_model import CollisionModel
 
 
 class CollisionKinematics:

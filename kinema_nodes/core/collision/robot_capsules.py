@@ -19,7 +19,6 @@ computes from the real meshes).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from ..errors import RobotFileError
 from .capsule_fit import _hull_points, convex_pieces, fit_capsules
+from .collision_model import CollisionModel
 from .srdf import _pair, _srdf_path, read_srdf_pairs
 
 if TYPE_CHECKING:
@@ -36,36 +36,6 @@ if TYPE_CHECKING:
 ALWAYS_SHARE = 0.95
 #: Random poses sampled for the "always in collision" pairs.
 RANDOM_POSES = 400
-
-
-@dataclass(frozen=True)
-class CollisionModel:
-    """Capsules in their links' frames and the self-collision pairs to check.
-
-    `a`, `b` (C, 3) are capsule end points in the frame of link `link_of[c]`, `radius` (C,).
-    `self_pairs` (P, 2) index capsules of links that may collide; `allowed` is the set of link
-    pairs (sorted names) never checked, and `allowed_source` says where it came from."""
-
-    links: tuple[str, ...]  # the link of each capsule (C,)
-    a: np.ndarray
-    b: np.ndarray
-    radius: np.ndarray
-    self_pairs: np.ndarray
-    allowed: frozenset
-    allowed_source: str  # "computed" or the SRDF's path
-    moving: np.ndarray  # (C,) bool: the capsule's link is moved by some joint
-    geometry_source: dict  # link -> "collision" | "visual"
-    #: Convex pieces of the links' geometry (each piece's hull vertices in its link's frame, one
-    #: piece after another: piece p is hull_local[piece_start[p]:piece_start[p + 1]]; link l's
-    #: pieces are link_pieces[l] .. link_pieces[l + 1] - 1, in `robot.links` order; none for a link
-    #: without geometry or with sphere geometry): the solver tightens near pairs with them.
-    hull_local: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
-    piece_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
-    link_pieces: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
-
-    @property
-    def link_set(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.links))
 
 
 def collision_model(robot: RobotModel, srdf: str | Path | None = None) -> CollisionModel:
