@@ -371,7 +371,6 @@ def _refuse_unholdable(robot: RobotModel, q: np.ndarray, scales: np.ndarray) -> 
         raise KinemaError(f"refusing joint values Blender cannot hold (beyond float32) for {', '.join(bad)}")
 
 
-
 def set_joint_value(obj, robot: RobotModel, joint_name: str, value: float) -> float:
     """One actuated joint (clamped); returns the value written."""
     q = read_joint_values(obj, robot)

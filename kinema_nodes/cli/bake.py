@@ -359,5 +359,3 @@ def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float,
 
 
 # ---- demo ------------------------------------------------------------------------------------
-
-

@@ -227,7 +227,6 @@ def check_input_file(path: str | Path, what: str = "input") -> Path:
     return path
 
 
-
 def file_identities(path: str | Path) -> tuple:
     """What makes two paths one file: the path after symlinks and `..` (realpath), and, where
     it exists, its device and inode (a hard link, a bind mount)."""

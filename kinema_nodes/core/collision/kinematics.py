@@ -103,4 +103,3 @@ def world_capsules(robot: RobotModel, model: CollisionModel, q: np.ndarray) -> t
     a = np.einsum("bcij,cj->bci", frames[..., :3, :3], model.a) + frames[..., :3, 3]
     b = np.einsum("bcij,cj->bci", frames[..., :3, :3], model.b) + frames[..., :3, 3]
     return a, b
-

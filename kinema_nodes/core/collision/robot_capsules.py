@@ -220,4 +220,3 @@ def _computed_allowed(robot: RobotModel, model: CollisionModel, rest_only: bool 
         if any_touch[0] or (not rest_only and float(any_touch[1:].mean()) >= ALWAYS_SHARE):
             allowed.add(pair)
     return allowed
-

@@ -80,9 +80,6 @@ def _choose_backend(options: SolveOptions, robot=None, chain_joints: int | None 
     return ("pyroki", None) if ok else ("numpy", reason)
 
 
-
-
-
 def _jumped(q: np.ndarray, start: np.ndarray, problem) -> bool:
     return bool(np.max(np.abs(q[problem.free] - start[problem.free]), initial=0.0) > BRANCH_JUMP)
 
@@ -517,8 +514,6 @@ def _options(options) -> SolveOptions:
     if isinstance(options, _WithPosture):
         return replace(options[0], posture=tuple(float(v) for v in options[1]))
     return options
-
-
 
 
 def prepare(robot, links: Sequence[str], options: SolveOptions | None = None, weights=None, *,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import time
 from pathlib import Path
 
 import numpy as np
