@@ -11,6 +11,14 @@ machine the wall clock also counts the time other processes held the core, the C
 not. Writes its section of bench/RESULTS.md ("Live frame (#13)").
 
     python bench/bench_live.py [--frames 500]
+    python bench/bench_live.py --plain [--frames 300]   # #33's plain scene, its own section
+
+`--plain` is the scene a user makes (#33): example-robot-data's Panda (with its gripper) imported
+with the operator, Add IK Target, PyRoki's background compile waited for, the control keyed every
+10 frames on a +-3 cm loop (location only, or location and rotation), timed in interleaved blocks
+against Blender's IK constraint on the same chain and against no IK, on NumPy and on PyRoki (the
+default); the loop around the import pose, and the same loop 5 cm further in (all of it in reach).
+It also counts the frames whose compiled frame call missed and the restart batches drawn.
 """
 
 from __future__ import annotations
@@ -241,12 +249,189 @@ def interleaved(bpy, tree, rig, robot, solver, control, frames, block=25):
     return times, handler_cpu
 
 
+def plain_scene(bpy, backend, rotate, inward, frames, avoid_self=False):
+    """The #33 plain scene in a fresh file: (scene, tree, solver, Blender's IK constraint, muted)."""
+    from kinema_nodes.blender.edit import rig_tree
+    from kinema_nodes.core.model.loading import find_urdf
+    from kinema_nodes.core.solve import kernel_status, wait_for_pyroki
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.kinema.import_urdf(filepath=str(find_urdf("panda")))
+    rig = bpy.context.view_layer.objects.active
+    bpy.ops.kinema.add_ik_target()
+    tree = rig_tree(rig)
+    solver = next(n for n in tree.nodes if n.bl_idname == "KinemaSolverNode")
+    target = next(n for n in tree.nodes if n.bl_idname == "KinemaIKTargetNode")
+    wait_for_pyroki()
+    kernel_status(wait=True)
+    solver.backend = backend
+    solver.avoid_self = avoid_self  # Avoid Collisions: the robot itself
+    bpy.context.view_layer.update()
+    bone = rig.pose.bones[target.control_bone]
+    base, base_rotation = bone.location.copy(), bone.rotation_quaternion.copy()
+    base.z += inward
+    for i, frame in enumerate(range(1, frames + 2, 10)):
+        a = 0.7 * i
+        bone.location = base + type(base)((0.03 * np.cos(a), 0.03 * np.sin(a), 0.03 * np.sin(2 * a)))
+        bone.keyframe_insert("location", frame=frame)
+        if rotate:
+            from mathutils import Euler
+
+            bone.rotation_quaternion = base_rotation @ Euler((0.1 * np.sin(a), 0.1 * np.cos(a), 0.0)).to_quaternion()
+            bone.keyframe_insert("rotation_quaternion", frame=frame)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    constraint = rig.pose.bones["panda_link7"].constraints.new("IK")
+    constraint.target, constraint.subtarget = rig, target.control_bone
+    constraint.chain_count, constraint.use_tail = 7, False
+    constraint.mute = True
+    scrub(bpy, frames)  # warm: the first pass over the keys
+    return scene, tree, solver, constraint
+
+
+def plain_case(bpy, backend, rotate, inward, frames, block=25, avoid_self=False):
+    """One #33 plain-scene case in a fresh file: per-frame CPU ms of Kinema / Blender IK / no IK in
+    interleaved blocks, with the restart batches and readout summaries over Kinema's frames."""
+    from kinema_nodes.core.solve import restart_count
+    from kinema_nodes.session import readout_of
+
+    scene, tree, solver, constraint = plain_scene(bpy, backend, rotate, inward, frames, avoid_self)
+    times = {"kinema": [], "blender": [], "none": []}
+    summaries, restarts = [], 0
+    for first in range(1, frames + 1, block):
+        for mode, cpu in times.items():
+            solver.live = mode == "kinema"
+            constraint.mute = mode != "blender"
+            scene.frame_set(max(first - 1, 1))  # the switch settles here, untimed
+            before = restart_count()
+            for frame in range(first, min(first + block, frames + 1)):
+                c0 = time.thread_time()
+                scene.frame_set(frame)
+                cpu.append((time.thread_time() - c0) * 1000.0)
+                if mode == "kinema":
+                    summaries.append(readout_of(tree, solver.name)["summary"].split(" (")[0])
+            if mode == "kinema":
+                restarts += restart_count() - before
+    solver.live = True
+    return times, restarts, summaries
+
+
+def plain_routes(bpy, backend, frames, passes=5, block=25, first_pass=False) -> str:
+    """Both live routes on one plain scene (keyed location+rotation, loop 5 cm in): CPU ms per
+    frame_set solving before Blender's evaluation and after it, with Blender's IK and no IK, in
+    blocks whose four modes run back to back (the order alternating), compared block by block.
+    `first_pass`: the control's poses are not kept past the window they were computed in, as on a
+    first playback over frames not met yet (`keyed_controls.WINDOW`)."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender import keyed_controls
+
+    kept = keyed_controls._POSES_KEPT
+    if first_pass:
+        keyed_controls._POSES_KEPT = 0
+
+    scene, tree, solver, constraint = plain_scene(bpy, backend, True, 0.05, frames)
+    modes = ("before", "after", "blender", "none")
+    times, blocks = {mode: [] for mode in modes}, []
+    try:
+        for done in range(passes):
+            for first in range(1, frames + 1, block):
+                medians = {}
+                for mode in modes if (first // block + done) % 2 == 0 else modes[::-1]:
+                    solver.live = mode in ("before", "after")
+                    evaluator.SOLVE_BEFORE_EVALUATION = mode == "before"
+                    constraint.mute = mode != "blender"
+                    scene.frame_set(max(first - 1, 1))  # the switch settles here, untimed
+                    cpu = []
+                    for frame in range(first, min(first + block, frames + 1)):
+                        c0 = time.thread_time()
+                        scene.frame_set(frame)
+                        cpu.append((time.thread_time() - c0) * 1000.0)
+                    times[mode] += cpu
+                    medians[mode] = statistics.median(cpu)
+                blocks.append(medians)
+    finally:
+        evaluator.SOLVE_BEFORE_EVALUATION = True
+        keyed_controls._POSES_KEPT = kept
+        solver.live = True
+    med = {mode: statistics.median(values) for mode, values in times.items()}
+    paired = statistics.median(b["before"] / b["after"] for b in blocks)
+    name = f"{backend}, first pass" if first_pass else backend
+    return (f"| {name} | {med['before']:.3f} ({percentile(times['before'], 95):.3f}) | {med['after']:.3f} "
+            f"({percentile(times['after'], 95):.3f}) | {med['blender']:.3f} | {med['none']:.3f} | {paired:.3f} "
+            f"({len(blocks)} blocks) | {med['before'] / med['blender']:.2f}× |")
+
+
+def plain_main(args) -> int:
+    import os
+
+    load_before = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    from kinema_nodes.core.solve import kernel_status
+
+    kernel_status(wait=True)
+    import bpy
+
+    import kinema_nodes
+
+    kinema_nodes.register()
+    med = statistics.median
+    lines = [
+        "## Live frame, the plain scene (#33): `bench/bench_live.py --plain`",
+        "",
+        f"Command: `python bench/bench_live.py --plain --frames {args.frames}`; Blender {bpy.app.version_string}, "
+        f"Python {platform.python_version()}; thread CPU ms per frame_set, interleaved blocks of 25 frames "
+        "(Kinema / Blender's IK constraint on panda_link7, chain 7 / no IK). Restart batches = batches of random "
+        "seeds drawn on Kinema's frames (`restart_count`); 0 means every frame stayed on the compiled fast path.",
+        "",
+        "| case | Kinema ms (p95) | Blender IK ms (p95) | no IK ms | Kinema / Blender IK | restart batches | frames converged |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for backend in ("NUMPY", "PYROKI"):
+        for rotate in (False, True):
+            for inward in (0.0, 0.05):
+                times, restarts, summaries = plain_case(bpy, backend, rotate, inward, args.frames)
+                k, b, n = times["kinema"], times["blender"], times["none"]
+                name = (f"{backend}, keyed {'location+rotation' if rotate else 'location'}, "
+                        f"{'loop 5 cm in' if inward else 'loop at import pose'}")
+                row = (f"| {name} | {med(k):.3f} ({percentile(k, 95):.3f}) | {med(b):.3f} ({percentile(b, 95):.3f}) | "
+                       f"{med(n):.3f} | {med(k) / med(b):.2f}× | {restarts} | "
+                       f"{sum(s.startswith('converged') for s in summaries)}/{len(summaries)} |")
+                print(row, flush=True)
+                lines.append(row)
+    for backend in ("NUMPY", "PYROKI"):  # Avoid Collisions on (Self): the avoiding path, no fast frame call
+        times, restarts, summaries = plain_case(bpy, backend, False, 0.05, args.frames, avoid_self=True)
+        k, b, n = times["kinema"], times["blender"], times["none"]
+        row = (f"| {backend}, keyed location, loop 5 cm in, Avoid Collisions (Self) on | {med(k):.3f} ({percentile(k, 95):.3f}) | "
+               f"{med(b):.3f} ({percentile(b, 95):.3f}) | {med(n):.3f} | {med(k) / med(b):.2f}× | {restarts} | "
+               f"{sum(s.startswith('converged') for s in summaries)}/{len(summaries)} |")
+        print(row, flush=True)
+        lines.append(row)
+    lines += ["", "Solving before Blender evaluates the frame (`frame_change_pre`, the keyed control's pose from its "
+              "F-curves) against solving after it (`evaluator.SOLVE_BEFORE_EVALUATION = False`), keyed location+rotation, "
+              "loop 5 cm in, 5 passes of 300 frames in blocks of 25, each block's four modes back to back (paired); "
+              "\"first pass\": each frame's control pose computed anew with its window of neighbours, as on a first playback:", "",
+              "| solver | before evaluation ms | after evaluation ms | Blender IK ms | no IK ms | before / after (paired blocks) | before / Blender IK |",
+              "|---|---|---|---|---|---|---|"]
+    for backend, first_pass in (("NUMPY", False), ("PYROKI", False), ("NUMPY", True)):
+        row = plain_routes(bpy, backend, args.frames, first_pass=first_pass)
+        print(row, flush=True)
+        lines.append(row)
+    lines += ["", f"Load average before {load_before}, after {', '.join(f'{v:.2f}' for v in os.getloadavg())}."]
+    markdown = "\n".join(lines)
+    print(markdown)
+    if not args.no_write:
+        write_section("bench_live_plain", markdown)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--plain", action="store_true", help="#33's plain scene (its own section)")
     args = parser.parse_args()
+    if args.plain:
+        return plain_main(args)
 
     load_before = ", ".join(f"{v:.2f}" for v in __import__("os").getloadavg())
     from kinema_nodes.core.solve import kernel_status

@@ -12,8 +12,8 @@ __version__ = "0.1.0"
 BLENDER_MODULES = (
     "ui.preferences", "tree", "nodes", "ui.node_buttons", "blender.build", "blender.limits", "ui.operators", "ui.joints_panel", "ui.ik_panel",
     "ui.ik_sections", "ui.collisions_panel", "ui.bones_panel",
-    "ui.group_operators", "ui.presets_panel", "ui.bake_panel", "ui.export_operators", "ui.reach_operators", "blender.handlers",
-    "blender.warming",
+    "ui.group_operators", "ui.presets_panel", "ui.bake_panel", "ui.export_operators", "ui.reach_operators", "ui.tool_panel", "blender.handlers",
+    "blender.warming", "blender.grasping", "ui.grasp_panel", "blender.plan_jobs",
 )
 
 

@@ -15,12 +15,15 @@ from dataclasses import replace
 import numpy as np
 
 from .blender.flatten import SEPARATOR, node_by_path
+from .blender.keyed_controls import keyed_control
+from .blender.path_moves import tool_goal
 from .blender.postures import frame_posture, whole_posture
 from .blender.rig import live_rig
 from .core.errors import KinemaError
 from .core.graph.program import FrameInputs, Program, StepResult, compile_program, pose_to_target, single_quaternion, summarise
 from .core.graph.registry import GROUP_IDNAME, TREE_IDNAME, kind_of
 from .core.graph.spec import GraphSpec
+from .core.solve import TRACKING_NOTE
 from .session import SESSION, TreeState, changed_outside, compiled_program, mark_dirty, readout, readout_of, resume
 
 #: What nodes and panels also reach through the evaluator; the state itself is session.py's.
@@ -29,24 +32,26 @@ __all__ = ("changed_outside", "compiled_program", "mark_dirty", "readout", "read
 
 def forget_all() -> None:
     """Drop every cache (a new file was loaded)."""
-    from .blender import postures
+    from .blender import plan_between_keys, postures
 
     SESSION.clear()
     postures.clear_cache()
+    plan_between_keys.reset_caches()
 
 
 def reset_caches() -> None:
     """Drop every per-process cache a live session builds, so what runs next sees none of what
     ran before (tests call this before each test): compiled trees and readouts, the rigs'
-    robots, group errors, parsed postures and the Configuration-Select node's found sets (Find
+    robots, group errors, carried objects' fits, parsed postures and the Configuration-Select node's found sets (Find
     Solutions' too). Compiled solvers stay: they hold nothing about any file, only compile time."""
-    from .blender import flatten, rig
+    from .blender import carried, flatten, rig
     from .core.stages.configurations import clear_cache
 
     forget_all()
     SESSION.compiled_links.clear()
     flatten.clear_errors()
     rig.reset_caches()
+    carried.reset_caches()
     clear_cache()
 
 
@@ -187,13 +192,17 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
     controls, links = {}, {}
     for target in step.targets:
         node = node_by_path(tree, target.node)
-        controls[target.node] = control_pose(node, rig)
+        controls[target.node] = tool_goal(node, rig, control_pose(node, rig), frame, step)  # a Tool's move, offset and turn, if one feeds it
         links[target.node] = node.link_at_frame(step.robot)
     values = {}
     for name in step.after_solver:
         stage = node_by_path(tree, name)
         if hasattr(stage, "frame_values"):
             values[name] = stage.frame_values()
+            if getattr(stage, "close_on_object", False):  # a Gripper node stopping on what the rig carries
+                from .blender.carried import carried_objects
+
+                values[name]["carried"] = carried_objects(rig, frame)
     for target in step.targets:
         if target.link_source is not None:  # a Link Switch's keyed or driven value at this frame
             switch = node_by_path(tree, target.link_source)
@@ -205,12 +214,23 @@ def frame_inputs(tree, program: Program, step, frame: float) -> FrameInputs:
         from .blender.collisions import world_for
 
         try:
-            world = world_for(solver, rig)
+            world = world_for(solver, rig, frame=frame)
         except KinemaError as exc:  # an obstacle that cannot be read: the frame is not solved (program.run_step says why)
             values[step.node]["world_error"] = str(exc)
         else:
             if world is not None:
                 values[step.node]["world"] = world
+                from .blender.carried import touching_pairs
+
+                touching = touching_pairs(rig, step.robot)
+                if touching:
+                    values[step.node]["touching"] = touching
+    if step.options.avoid is not None:  # what a grasp holds on this frame moves with its link, and is kept clear too
+        from .blender.carried import carried_objects
+
+        carried = carried_objects(rig, frame)
+        if carried:
+            values[step.node]["carried"] = carried
     return FrameInputs(frame, controls, {step.rig: start}, links, values)
 
 
@@ -250,7 +270,7 @@ def _solve():
 
 
 def run_tree(tree, frame: float | None = None, *, force: bool = False, values: dict | None = None,
-             _results: bool = True) -> list[StepResult]:
+             _results: bool = True, _pre: bool = False) -> list[StepResult]:
     """Solve every live solver of `tree` for the current state and write the rigs.
 
     `force` solves even when Live IK is off, paused over budget, or nothing moved (Bake, the
@@ -274,20 +294,32 @@ def run_tree(tree, frame: float | None = None, *, force: bool = False, values: d
         import bpy
 
         frame = bpy.context.scene.frame_current
-    results = []
+    results, complete = [], True
     for step in program.steps:
         solver = node_by_path(tree, step.node)
         if not force and (not solver.live or solver.over_budget or step.node in state.paused):
             continue
         try:
             rig = rigs[step.node] if rigs is not None else rig_object(tree, program, step)
-            result = _run_step(tree, state, program, step, solver, rig, frame, force, was_dirty, values, _results)
+            if _pre:  # before Blender evaluates the frame: only what the fast frame can answer from F-curves
+                fast = _fast_frame(tree, state, program, step, was_dirty) if step.backend != "off" else None
+                result = False if fast is None else fast.run(tree, state, step, solver, rig, frame, False, was_dirty, False, pre=True)
+                if result is False:  # left to frame_change_post
+                    complete = False
+                    continue
+            else:
+                result = _run_step(tree, state, program, step, solver, rig, frame, force, was_dirty, values, _results)
         except KinemaError as exc:  # the rig itself refused (a bone gone, a value it cannot hold): this step only
             result = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
             state.last_inputs.pop(step.node, None)
             _show_readout(solver, step, result, force, int(frame), state)
+            complete = False
         if result is not None and result is not True:
             results.append(result)
+    if _pre:  # whether every live step was answered; a mark it consumed stays for those that were not
+        if was_dirty and not complete:
+            state.dirty = True
+        return complete
     return results
 
 
@@ -297,6 +329,10 @@ def _run_step(tree, state: TreeState, program, step, solver, rig, frame, force, 
     other step, or a frame the fast frame hands back, through `Program.run_step`."""
     if step.backend == "off" and not force and values is None and _still_off(tree, state, program, step, was_dirty, frame):
         return None
+    if step.plan_between_keys and values is None:
+        planned = _planned_frame(tree, state, program, step, solver, rig, frame, force)
+        if planned is not None:
+            return planned
     fast = _fast_frame(tree, state, program, step, was_dirty) if values is None else None
     if fast is not None:
         result = fast.run(tree, state, step, solver, rig, frame, force, was_dirty, want)
@@ -325,6 +361,22 @@ def _run_step(tree, state: TreeState, program, step, solver, rig, frame, force, 
     _show_readout(solver, step, result, force, int(frame), state)
     if step.backend == "off":
         state.off_shown[step.node] = (program, SESSION.generation)
+    return result
+
+
+def _planned_frame(tree, state: TreeState, program, step, solver, rig, frame, force) -> StepResult | None:
+    """A frame inside a segment Plan Between Keys planned shows the plan's joints, not a solve
+    (blender/plan_between_keys.py); None: this frame is solved as ever."""
+    from .blender.plan_between_keys import planned_joints
+    from .blender.rig import write_joint_values
+
+    joints = planned_joints(tree, program, step, rig, frame)
+    if joints is None:
+        return None
+    written = write_joint_values(rig, step.robot, joints)
+    state.last_inputs.pop(step.node, None)  # the next frame outside the plan solves again
+    result = StepResult(step.node, step.rig, written, (), "planned between keys", converged=True)
+    _show_readout(solver, step, result, force, int(frame), state)
     return result
 
 
@@ -377,9 +429,12 @@ class FastFrame:
         return other is not None and (self.targets, self.options, self.weights, self.links) == (
             other.targets, other.options, other.weights, other.links)
 
-    def run(self, tree, state: TreeState, step, solver, rig, frame, force: bool, was_dirty: bool, want: bool = True):
+    def run(self, tree, state: TreeState, step, solver, rig, frame, force: bool, was_dirty: bool, want: bool = True,
+            pre: bool = False):
         """One frame: its StepResult (True when solved and not `want`ed), None when nothing moved
-        since the last frame, or False: this frame takes the general path."""
+        since the last frame, or False: this frame takes the general path. `pre`: Blender has not
+        evaluated this frame yet (`frame_change_pre`); each control's pose comes from its own
+        F-curves (`blender/keyed_controls.py`), and False leaves the frame to the post route."""
         if rig is None:
             return False
         robot = step.robot
@@ -389,7 +444,9 @@ class FastFrame:
             return False
         nodes = tree.nodes
         static = tree.animation_data is None  # read each frame: a script may key the tree between frames
-        positions, rotations, poses, links = [], [], [], []
+        if pre and not static:
+            return False  # the tree's keyed settings are not evaluated for this frame yet
+        poses, links, controls = [], [], []
         matrices = False
         for name in self.targets:
             node = nodes.get(name)
@@ -397,26 +454,27 @@ class FastFrame:
                 return False
             bone = node.control_bone
             if bone and node.control_object == rig:  # the default: a bone of the rig, read with the rig's matrices
-                if not matrices:
-                    io.read_matrices(bones)
-                    matrices = True
-                found = io.control_rows(bone)
-                if found is None:
-                    return False
-                flat, rows = found
-                wxyz = single_quaternion(rows)
-                position = (flat[12], flat[13], flat[14])
-                if wxyz is None or not math.isfinite(position[0] + position[1] + position[2]):  # inf - inf is nan too
-                    return False
-                pose = flat
+                if pre:
+                    keyed = keyed_control(rig, bone, io.written, SESSION.generation)
+                    flat = None if keyed is None else keyed.pose(frame)
+                    if flat is None:
+                        return False
+                    controls.append(io.index[bone])
+                else:
+                    if not matrices:
+                        io.read_matrices(bones)
+                        matrices = True
+                    flat = io.control_flat(bone)
+                    if flat is None:
+                        return False
+                poses.append(flat)
+            elif pre:
+                return False
             else:
                 goal = _control_goal(node, rig)
                 if goal is None:
                     return False
-                position, wxyz, pose = goal
-            positions.append(position)
-            rotations.append(wxyz)
-            poses.append(pose)
+                poses.append(goal)
             links.append(node.link_for_index(robot, node.link_index) if static else node.link_at_frame(robot))
         links = tuple(links)
         start = io.read(bones)
@@ -431,7 +489,20 @@ class FastFrame:
                 shown = state.readouts.get(path)  # a plain step: the Solver's own readout
                 if shown is not None:  # the same inputs: the last answer is this frame's answer
                     shown["frame"] = int(frame)
+                if pre:
+                    SESSION.pre.checks.append((rig, io, controls, poses, last[1]))
                 return None
+        positions, rotations = [], []
+        for pose in poses:  # the goals, made only for a frame that is solved
+            if type(pose) is list:  # a bone's pose, 16 floats column after column
+                wxyz = single_quaternion((pose[0::4], pose[1::4], pose[2::4]))
+                position = (pose[12], pose[13], pose[14])
+                if wxyz is None or not math.isfinite(position[0] + position[1] + position[2]):  # inf - inf is nan too
+                    return False
+            else:
+                position, wxyz, _ = pose
+            positions.append(position)
+            rotations.append(wxyz)
         try:  # a link set `prepare` refuses (one no joint moves, two targets on one link) is said, as run_step says it
             prepared = self.prepared.get(links)
             if prepared is None:
@@ -449,10 +520,15 @@ class FastFrame:
             if not math.isfinite(sum(joints.tolist())) and not np.isfinite(joints).all():  # one cheap call for the usual answer
                 refused = StepResult(step.node, step.rig, None, links, "solver returned non-finite values; rig left unchanged", solved.ms)
         if refused is not None:  # the rig is left as it is, and the Solver says why
+            if pre:
+                return False  # said by the post route, from the evaluated frame
             state.last_inputs[path] = (fingerprint, io.held.tobytes())
             _show_readout(solver, step, refused, force, int(frame), state)
             return refused
-        state.last_inputs[path] = (fingerprint, io.write(rig, bones, joints))
+        written = io.write(rig, bones, joints)
+        state.last_inputs[path] = (fingerprint, written)
+        if pre:
+            SESSION.pre.checks.append((rig, io, controls, poses, written))
         _show_fast(solver, step, solved, links, force, int(frame), state)
         if not want:
             return True
@@ -567,10 +643,9 @@ def _check_budget(solver, step, links: tuple, backend: str, ms: float, force: bo
         one_off = True
     if force:
         return
-    if one_off or note or _compiling_in_background():
-        state.slow_frames.pop(step.node, None)
-        return
-    if ms <= step.options.budget_ms:
+    # under budget first: an ordinary frame then skips the background-compile poll (#33: it cost
+    # as much as the kernel's solve, every frame)
+    if ms <= step.options.budget_ms or one_off or note or _compiling_in_background():
         state.slow_frames.pop(step.node, None)
         return
     slow = state.slow_frames[step.node] = state.slow_frames.get(step.node, 0) + 1
@@ -595,7 +670,9 @@ def _show_fast(solver, step, solved, links: tuple, force: bool, frame: int, stat
     note = f"Using NumPy: {solved.fallback_reason}" if solved.fallback_reason else ""
     state.readouts[step.node] = {"ms": solved.ms, "summary": None, "solved": solved, "solving_to": ", ".join(links),
                                  "backend_note": note, "frame": frame}
-    _check_budget(solver, step, links, solved.backend, solved.ms, force, state, note)  # a plain step is never in a group
+    # a live PyRoki tracking step answered by the kernel is an ordinary frame, counted like one
+    counted = "" if solved.fallback_reason == TRACKING_NOTE else note
+    _check_budget(solver, step, links, solved.backend, solved.ms, force, state, counted)  # a plain step is never in a group
 
 
 def hold_runs() -> bool:
@@ -615,6 +692,8 @@ def run_all(scene=None, *, force: bool = False) -> None:
     """Run every Kinema tree (the frame-change and depsgraph handlers call this)."""
     if SESSION.running:
         return
+    if SESSION.pre.key is not None and not force and scene is not None and _pre_frame_holds(scene):
+        return  # frame_change_post after run_pre answered this frame
     SESSION.running = True
     try:
         frame = scene.frame_current if scene is not None else None
@@ -622,6 +701,70 @@ def run_all(scene=None, *, force: bool = False) -> None:
             run_tree(tree, frame, force=force, _results=False)
     finally:
         SESSION.running = False
+
+
+#: Whether live frames solve in `frame_change_pre` where they can (`run_pre`); off, every frame
+#: solves after Blender's evaluation (the tests compare the two routes).
+SOLVE_BEFORE_EVALUATION = True
+
+
+def run_pre(scene) -> None:
+    """Before Blender evaluates a new frame (`frame_change_pre`): solve and write each plain step
+    whose controls' poses come only from their own F-curves (`blender/keyed_controls.py`), so the
+    write rides the frame's one evaluation. `run_all` in `frame_change_post` then finds those
+    steps' inputs unchanged (it solves again, as ever, where they are not) and runs the rest."""
+    pre = SESSION.pre
+    pre.key, pre.complete, pre.checks = None, False, []
+    if SESSION.running or not SOLVE_BEFORE_EVALUATION or scene is None or scene.frame_subframe != 0.0:
+        return
+    SESSION.running = True
+    try:
+        import bpy
+
+        frame = scene.frame_current
+        trees = kinema_trees()
+        complete = True
+        for tree in trees:
+            if tree.animation_data is not None:  # a keyed tree's settings are not evaluated for this frame yet
+                complete = False
+                continue
+            complete = run_tree(tree, frame, _results=False, _pre=True) and complete
+        pre.key = (frame, SESSION.generation, len(bpy.data.node_groups), tuple(t.as_pointer() for t in trees))
+        pre.complete = complete
+    finally:
+        SESSION.running = False
+
+
+def _pre_frame_holds(scene) -> bool:
+    """Whether `run_pre` answered every live step of every tree for this frame and what it
+    assumed holds after Blender's evaluation: nothing was edited since (the generation, no tree
+    marked dirty, the same trees), each control's evaluated pose is the one it solved for, and
+    each rig holds what it wrote. Anything else: `run_all` runs every tree as ever (and solves
+    again where the inputs differ)."""
+    import bpy
+
+    pre = SESSION.pre
+    key, pre.key = pre.key, None  # one frame_change_post per run_pre
+    if not pre.complete or key is None or key[:2] != (scene.frame_current, SESSION.generation):
+        return False
+    if key[2] != len(bpy.data.node_groups) or any(SESSION.trees[tree].dirty for tree in key[3] if tree in SESSION.trees):
+        return False
+    try:
+        for rig, io, controls, poses, written in pre.checks:
+            bones = rig.pose.bones
+            if bones.keys() != io.names:  # a bone renamed, added or removed in between
+                return False
+            io.read_matrices(bones)
+            matrices = io.matrices
+            for i, pose in zip(controls, poses):
+                if matrices[16 * i:16 * i + 16].tolist() != pose:
+                    return False
+            io.read(bones)
+            if io.held.tobytes() != written:
+                return False
+    except ReferenceError:  # a rig removed in between
+        return False
+    return True
 
 
 def warm_up_tree(tree, *, wait: bool = True) -> float:

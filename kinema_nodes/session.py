@@ -44,6 +44,18 @@ class TreeState:
         self.robot_nodes = {}
 
 
+class PreFrame:
+    """What `evaluator.run_pre` solved in `frame_change_pre` for the frame Blender is evaluating:
+    `key` (frame, generation, node-group count, tree pointers; None once checked), whether every
+    live step was answered, and per answered step (rig, its LiveRig, control bone indices, the
+    poses solved for, the channels written). `run_all` checks it after the evaluation."""
+
+    __slots__ = ("key", "complete", "checks")
+
+    def __init__(self):
+        self.key, self.complete, self.checks = None, False, []
+
+
 class Session:
     """The one store of live state (module doc)."""
 
@@ -55,12 +67,14 @@ class Session:
         self.compiled_links: set[tuple] = set()
         self.option_fields: tuple[str, ...] = ()  # SolveOptions' fields less the posture, read once
         self.objects_seen = None  # the file's object count when copied rigs were last looked for
+        self.pre = PreFrame()
         self.clear()
 
     def clear(self) -> None:
         """Forget every tree (a new file, a test's fresh start)."""
         self.generation += 1
         self.objects_seen = None
+        self.pre = PreFrame()
         self.bone_names: dict[tuple[int, int], list] = {}  # (tree, armature) -> its bones' names when renames were last followed
         self.trees: dict[int, TreeState] = {}
         self.prepared: dict = {}  # core.solve.prepare per (robot, links, weights, options less the posture)

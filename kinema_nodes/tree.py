@@ -47,6 +47,15 @@ SOCKETS = (
 )
 
 
+def rig_wired_into(node):
+    """The rig of the Robot node wired into `node`'s Robot input, or None (IK Target, Grasp)."""
+    for link in node.inputs["Robot"].links:
+        rig = getattr(link.from_node, "rig", None)
+        if rig is not None:
+            return rig
+    return None
+
+
 class KinemaTreeNode:
     """Mix-in for every Kinema node: only in Kinema trees; shows its error; returns a spec.
 

@@ -1,9 +1,11 @@
 """The package's imports, read from the source with `ast`: the module graph, its circles, and the
 folder picture in docs/ARCHITECTURE.md.
 
-Every import statement counts, at module level or inside a function (a lazy import still ties
-the two modules: each needs the other to work), except those under `if TYPE_CHECKING:`, which
-never run. A circle is a strongly connected set of two or more modules.
+Every import statement counts: at module level, inside a function (a lazy import still ties
+the two modules: each needs the other to work), and under `if TYPE_CHECKING:` (it never runs,
+but a module that names another's types for its checker still depends on it, and hiding the
+edge there is how circles are papered over). A circle is a strongly connected set of two or
+more modules.
 
     python scripts/import_graph.py            # rewrite the picture in docs/ARCHITECTURE.md
     python scripts/import_graph.py --check    # exit 1 if the picture is stale or a circle exists
@@ -30,14 +32,6 @@ def _module_name(path: Path, package: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skipped = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for statement in node.body:
-                skipped.update(id(inner) for inner in ast.walk(statement))
-    return skipped
-
 
 def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """Module -> the package modules it imports (a `from pkg import name` counts as importing
@@ -47,11 +41,8 @@ def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in paths}
     for name, path in paths.items():
         tree = ast.parse(path.read_text(), filename=str(path))
-        skipped = _type_checking_nodes(tree)
         here = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
             if isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = here.split(".")

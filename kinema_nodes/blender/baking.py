@@ -7,7 +7,9 @@ A bake runs in three phases, and only the last one touches the rig's animation:
    way of animating a control correct (keys, constraints, parents, drivers, a keyed hand-off);
    measured at ~0.33 ms a frame for a Panda rig, so evaluating F-curves by hand would save
    little and get constraints wrong. Live IK is paused meanwhile so frame_set does not solve.
-2. solve — `core.shot.bake.solve_frames`: the evaluator's Program, frame after frame, warm-started.
+2. solve — `core.shot.bake.solve_frames`: the evaluator's Program, frame after frame, warm-started;
+   then, for a Solver with Plan Between Keys, each key segment's plan (cached, or planned now in a
+   worker thread while the job yields: `plan_jobs.plan_bake`) replaces its frames, as playback shows them.
 3. write — keys for every joint active anywhere in the range, in bulk (`keyframe_points.add` +
    `foreach_set`) into the rig's action (Blender 5 slotted actions; 4.5's too), replacing keys
    inside the range and leaving the rest; timeline markers on flagged frames.
@@ -25,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import evaluator
-from ..core.shot.bake import BATCH_CHUNK, BakeReport, BakeSolution, batch_reason, check_bake, solve_frames, solve_frames_batched
+from ..core.shot.bake import (BATCH_CHUNK, BakeReport, BakeSolution, batch_reason, check_bake, segment_rows, solve_frames,
+                              solve_frames_batched)
 from ..core.errors import KinemaError
 from .animation import pose_bone_path
 from ..core.graph.registry import kind_of
@@ -82,6 +85,8 @@ class BakeJob:
         self.batch = batch  # PyRoki solves a chunk of frames per call (a JAX scan) where it can
         self.batch_min_frames = batch_min_frames
         self.notes: list[str] = []
+        #: Per Solver with Plan Between Keys: its key segments (`core.plan.key_segments.ShotSegment`), each with its plan.
+        self.segments: dict[str, list] = {}
         #: A `core.collision.Avoid` for every Solver of the tree instead of its own settings
         #: (the command line's --avoid/--obstacles/--margin/--srdf: the file's primitives as they are).
         self.avoid = avoid
@@ -159,6 +164,14 @@ class BakeJob:
                 yield done
             self.seconds["gather"] = time.perf_counter() - clock
             clock = time.perf_counter()
+            from ..core.solve import kernel_building, kernel_status
+
+            kernel_status()  # a bake solves on the compiled kernel (once it is built: seconds to a
+            while kernel_building():  # minute, the first time on a machine), never partly on the
+                time.sleep(0.05)  # plain NumPy form, whose last bits differ: the same shot bakes
+                yield done  # the same keys whenever it is baked (and the UI stays live meanwhile)
+            self.seconds["kernel"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             solutions = {}
             for step in steps:
                 parts, current = [], starts[step.node]
@@ -187,11 +200,27 @@ class BakeJob:
                 solutions[step.node] = _join(parts)
             self.seconds["solve"] = time.perf_counter() - clock
             clock = time.perf_counter()
+            for step in steps:  # Plan Between Keys: the plans playback shows, cached or planned now
+                if step.plan_between_keys:
+                    from .plan_jobs import plan_bake
+
+                    planning = plan_bake(self.tree, program, step, inputs[step.node], solutions[step.node], self.fps)
+                    while True:
+                        try:
+                            next(planning)
+                        except StopIteration as stop:
+                            solutions[step.node], self.segments[step.node] = stop.value
+                            break
+                        time.sleep(0.01)  # a worker thread plans; the UI stays live meanwhile
+                        yield done
+            self.seconds["plan"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             limits_of = {}
             for step in steps:
                 solution = solutions[step.node]
                 limits = limits_of.setdefault(step.robot.fingerprint, step.robot.velocity_limits * self.speed_limit)
-                report = check_bake(solution, fps=self.fps, velocity_limits=limits)
+                report = check_bake(solution, fps=self.fps, velocity_limits=limits,
+                                    segments=segment_rows((g.first, g.last, g.plan) for g in self.segments.get(step.node, ())))
                 rig = evaluator.rig_object(self.tree, program, step)
                 keyed = [n for n, k in zip(step.robot.actuated_joint_names, solution.keyed) if k]
                 self.results.append(RigBake(rig, step.node, solution, report, keyed))

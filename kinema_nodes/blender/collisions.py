@@ -94,17 +94,25 @@ def _keyed_fits(obj, depsgraph) -> tuple[tuple, list]:
     return key, fits
 
 
-def world_primitives(collection, rig, depsgraph=None) -> tuple[list, list[str]]:
+def world_primitives(collection, rig, depsgraph=None, frame: float | None = None) -> tuple[list, list[str]]:
     """Every obstacle of `collection` as collide primitives in `rig`'s root frame, and the
-    object each came from (one name per primitive)."""
+    object each came from (one name per primitive). An object `rig` carries on this frame is
+    no obstacle to it: it is part of its collision model (`carried.carried_objects`)."""
     from ..core.collision.obstacle_shapes import place
 
     if collection is None:
         return [], []
+    import bpy
+
+    from .carried import carried_by
+
     to_root = np.array(rig.matrix_world.inverted_safe(), dtype=float)
     primitives, names = [], []
+    held = {obj.name for obj, _ in carried_by(rig, bpy.context.scene.frame_current if frame is None else frame)}
     for obj in obstacle_objects(collection):
         if _part_of(obj, rig):  # the robot's own meshes (or its collision model) are not obstacles to it
+            continue
+        if obj.name in held:  # what it carries is part of it now (`carried.carried_objects`)
             continue
         matrix = to_root @ np.array(obj.matrix_world, dtype=float)
         fit_key, fits = _keyed_fits(obj, depsgraph)
@@ -149,7 +157,7 @@ def _ground(rig):
     return False, Box((size, size, size), (*map(float, centre[:3]), *map(float, matrix_to_quaternion(root_rotation))), "ground")
 
 
-def world_for(solver, rig, depsgraph=None):
+def world_for(solver, rig, depsgraph=None, frame: float | None = None):
     """The `World` a Solver node avoids on this frame, or None when it avoids no world (World
     switched off, or neither a collection nor the ground to avoid)."""
     if not solver.avoids_world():
@@ -159,7 +167,7 @@ def world_for(solver, rig, depsgraph=None):
     from ..core.collision import World
 
     depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
-    primitives, names = world_primitives(solver.obstacles, rig, depsgraph)
+    primitives, names = world_primitives(solver.obstacles, rig, depsgraph, frame)
     plane = False
     if solver.ground:
         plane, box = _ground(rig)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
 import bpy
+import numpy as np
 from .. import evaluator
 from ..core.presets import (
     BoundPreset,
@@ -38,11 +40,12 @@ NODE_TYPES = {entry.kind: entry.bl_idname for entry in NODES if entry.in_spec}
 
 
 #: Spec params whose node property has another name.
-PARAM_PROPERTIES = {("ik_target", "link"): "link_name"}
+PARAM_PROPERTIES = {("ik_target", "link"): "link_name", ("tool", "link"): "link_name", ("grasp", "link"): "link_name"}
 
 
 #: Node columns when a preset is laid out (x by kind).
-COLUMNS = {"robot": -500, "link_switch": -500, "ik_target": -220, "solver": 80, "swivel": 330, "configuration": 580, "bake": 830}
+COLUMNS = {"robot": -500, "link_switch": -500, "tool": -500, "ik_target": -220, "grasp": -220, "solver": 80, "swivel": 330,
+           "configuration": 580, "gripper": 580, "bake": 830}
 
 
 def user_preset_folder() -> Path:
@@ -165,18 +168,26 @@ def build_tree(context, rig, plan: BoundPreset, backend: str | None = None):
     name = old.name if old is not None else f"Kinema {rig.name}"
     tree = bpy.data.node_groups.new(f"{name} (new)", "KinemaNodeTree")
     made_bones: list[str] = []
+    made_objects: list = []
     try:
-        live = _fill_tree(context, rig, robot, plan, tree, overrides, backend, made_bones)
+        live = _fill_tree(context, rig, robot, plan, tree, overrides, backend, made_bones, made_objects)
     except Exception as exc:
         bpy.data.node_groups.remove(tree)
         _remove_bones(context, rig, made_bones)
+        for obj in made_objects:
+            data = obj.data
+            bpy.data.objects.remove(obj)
+            if data is not None and data.users == 0:
+                bpy.data.curves.remove(data)
         if isinstance(exc, KinemaError):
             raise
         raise PresetError(f"preset '{plan.preset.name}' could not be built on '{rig.name}' "
                           f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}). Nothing was changed.") from None
     if old is not None:
+        laid_before = _preset_paths(old)
         _clear_tree(context, rig, old)
         bpy.data.node_groups.remove(old)
+        _remove_unused_paths(laid_before)
     tree.name = name
     tree.use_fake_user = True
     rig.kinema_tree = tree
@@ -210,9 +221,11 @@ def _tidy_bone_names(rig, tree, names: list[str]) -> None:
                 node.control_bone = plain
 
 
-def _fill_tree(context, rig, robot, plan: BoundPreset, tree, overrides, backend, made_bones: list[str]) -> dict:
-    """Every node, control bone, link and key of `plan` into the empty `tree`. Returns
-    {solver: live} to switch on once the tree is in place."""
+def _fill_tree(context, rig, robot, plan: BoundPreset, tree, overrides, backend, made_bones: list[str],
+               made_objects: list | None = None) -> dict:
+    """Every node, control bone, link, key and Tool path of `plan` into the empty `tree`.
+    Returns {solver: live} to switch on once the tree is in place. The bones and objects it
+    makes are added to `made_bones` and `made_objects` (removed by the caller if it fails)."""
     made = {}
     rows: dict[str, int] = {}
     live = {}
@@ -252,6 +265,12 @@ def _fill_tree(context, rig, robot, plan: BoundPreset, tree, overrides, backend,
         made_bones.append(target.control_bone)
     for link in plan.spec.links:
         tree.links.new(made[link.from_node].outputs[link.from_socket], made[link.to_node].inputs[link.to_socket])
+    if any(spec.kind == "tool" for spec in plan.spec.nodes):
+        from .tool_setup import snap_control_to_tool
+
+        for name in plan.controls:  # a Tool's centre point, not its link, starts on the control: nothing moves
+            snap_control_to_tool(rig, made[name])
+    _lay_paths(context, rig, robot, plan, made, made_objects if made_objects is not None else [])
     for name, keys in plan.link_keys.items():
         target = made[name]
         for frame, link in keys:
@@ -259,8 +278,97 @@ def _fill_tree(context, rig, robot, plan: BoundPreset, tree, overrides, backend,
         _show_keyed_value(target, context.scene.frame_current)
     _hold_swivel(plan, made, rig, robot)
     _key_hand_offs(context, plan, made, rig, robot)
+    _key_motion(plan, made, rig)
     live = _rebuild_groups(tree, plan, live)
     return live
+
+
+#: The custom property on a curve a preset laid for a Tool's path (the preset's name).
+PRESET_PATH_PROPERTY = "kinema_preset_path"
+
+
+def _preset_paths(tree) -> list:
+    """The curves a preset laid (`PRESET_PATH_PROPERTY`) that `tree`'s Tools follow."""
+    return [node.path for node in tree.nodes
+            if getattr(node, "path", None) is not None and PRESET_PATH_PROPERTY in node.path]
+
+
+def _remove_unused_paths(objects) -> None:
+    """Remove the preset-laid curves no Kinema tree follows any more (a preset applied again
+    replaces the tree that followed them); a curve of the user's own is never touched."""
+    followed = {node.path.name for tree in bpy.data.node_groups if tree.bl_idname == "KinemaNodeTree"
+                for node in tree.nodes if getattr(node, "path", None) is not None}
+    for obj in {o.name: o for o in objects}.values():
+        if obj.name in followed:
+            continue
+        data = obj.data
+        bpy.data.objects.remove(obj)
+        if data is not None and data.users == 0:
+            bpy.data.curves.remove(data)
+
+
+def _lay_paths(context, rig, robot, plan: BoundPreset, made: dict, made_objects: list) -> None:
+    """Each Tool's path of the preset (`BoundPreset.paths`): a Bezier curve with automatic
+    handles through the points, made the Tool's Follow Path. It is laid where the arm is now: its
+    origin (the path's start, its axes the robot's root frame, so moving or turning the curve
+    object moves the bead) is the tool centre point, or with an approach (Keep) that far ahead
+    along the tool's Z axis, so the approach starts where the tool is and applying moves nothing."""
+    from ..core.model.kinematics import link_pose
+    from mathutils import Matrix
+
+    from .path_moves import tool_offset
+    from .rig import read_joint_values
+
+    joints = read_joint_values(rig, robot)
+    for name, points in plan.paths.items():
+        tool = made[name]
+        centre = link_pose(robot, joints, tool.link_name or robot.tool_point) @ tool_offset(tool)
+        curve = bpy.data.curves.new(f"{plan.preset.name} {name} path", "CURVE")
+        curve.dimensions = "3D"
+        curve.resolution_u = 32  # the tool runs the evaluated polyline: fine enough that its corners cost no speed
+        spline = curve.splines.new("BEZIER")
+        spline.bezier_points.add(len(points) - 1)
+        for point, offset in zip(spline.bezier_points, points):
+            point.co = offset
+        for point in spline.bezier_points:  # with every point in place, so each handle sees both neighbours
+            point.handle_left_type = point.handle_right_type = "AUTO"
+        obj = bpy.data.objects.new(curve.name, curve)
+        made_objects.append(obj)
+        obj[PRESET_PATH_PROPERTY] = plan.preset.name
+        (rig.users_collection[0] if rig.users_collection else context.scene.collection).objects.link(obj)
+        origin = np.eye(4)
+        origin[:3, 3] = centre[:3, 3]
+        if tool.path_orientation == "KEEP" and tool.approach > 0:  # as blender/path_moves.py comes in: along the tool's Z
+            origin[:3, 3] += tool.approach * centre[:3, 2] / np.linalg.norm(centre[:3, 2])
+        obj.matrix_world = rig.matrix_world @ Matrix(origin.tolist())
+        tool.path = obj
+
+
+def _key_motion(plan: BoundPreset, made: dict, rig) -> None:
+    """The preset's keyed motion (`core.presets.MOTION_KEYS`): control bones keyed at offsets
+    (root frame) from where they were made, or part of the way toward another control, orientation
+    kept; Gripper values keyed."""
+    from mathutils import Matrix
+
+    made_at = {name: np.array(rig.pose.bones[node.control_bone].matrix, dtype=float) for name, node in made.items()
+               if getattr(node, "control_bone", "") and node.control_bone in rig.pose.bones}
+    for name, motion in plan.motion_keys.items():
+        node = made[name]
+        if "control" in motion and node.control_bone:
+            bone = rig.pose.bones[node.control_bone]
+            for frame, offset in motion["control"]:
+                pose = made_at[name].copy()
+                if isinstance(offset, dict):  # part of the way toward another control, where it was made
+                    pose[:3, 3] += float(offset["share"]) * (made_at[offset["toward"]][:3, 3] - pose[:3, 3])
+                else:
+                    pose[:3, 3] += np.asarray(offset, dtype=float)
+                bone.matrix = Matrix(pose.tolist())
+                bone.keyframe_insert("location", frame=frame)
+                bone.keyframe_insert("rotation_quaternion" if bone.rotation_mode == "QUATERNION" else "rotation_euler", frame=frame)
+            bone.matrix = Matrix(made_at[name].tolist())
+        for frame, value in motion.get("gripper_value", ()):
+            node.gripper_value = float(value)
+            node.keyframe_insert("gripper_value", frame=frame)
 
 
 def _set_setting(node, prop: str, value) -> None:
@@ -474,7 +582,7 @@ def preset_from_tree(tree, rig, name: str, description: str = "") -> Preset:
     spec = flatten(tree, as_group_root=is_group_tree(tree))
     if not spec.nodes:
         raise PresetError(f"tree '{tree.name}' has no nodes to save")
-    values, link_keys = {}, {}
+    values, link_keys, paths = {}, {}, {}
     from .rig import read_joint_values
 
     joints = read_joint_values(rig, robot)
@@ -493,8 +601,14 @@ def preset_from_tree(tree, rig, name: str, description: str = "") -> Preset:
             keys = _link_keys(node, robot)
             if keys:
                 link_keys[node_spec.name] = keys
+        if node_spec.kind == "tool" and getattr(node, "path", None) is not None:
+            from .path_moves import path_points
+
+            points = path_points(node.path, rig, node.chordal_tolerance, node.angular_tolerance)  # as the tool runs it, root frame
+            paths[node_spec.name] = (points - points[0]).tolist()
     binding = resolve_roles(robot, role_overrides(rig))
-    return make_preset(spec, binding, name, description, values=values, link_keys=link_keys, groups=_groups_of(tree))
+    return make_preset(spec, binding, name, description, values=values, link_keys=link_keys, groups=_groups_of(tree),
+                       paths=paths)
 
 
 def _groups_of(tree, prefix: str = "", depth: int = 0) -> list[dict]:

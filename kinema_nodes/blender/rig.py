@@ -142,6 +142,9 @@ def reset_caches() -> None:
     """Forget every rig's robot (tests start each from the rig's own URDF text) and live layout."""
     _ROBOT_CACHE.clear()
     _LIVE.clear()
+    from .keyed_controls import reset_caches as reset_keyed
+
+    reset_keyed()
 
 
 # ---- reading and writing joint values --------------------------------------------------------
@@ -269,7 +272,7 @@ class LiveRig:
     read then says what is wrong)."""
 
     __slots__ = ("robot", "channels", "names", "views", "values", "flat", "scales", "matrices", "index", "lower",
-                 "upper", "bounded", "held", "channel")
+                 "upper", "bounded", "held", "channel", "written")
 
     def __init__(self, robot, channels, names, paths, scales):
         self.robot, self.channels, self.names = robot, channels, names
@@ -287,6 +290,7 @@ class LiveRig:
         self.bounded = _within_float32(robot, scales)
         self.held = self.values[self.flat]
         self.channel = np.empty(len(channels), dtype=np.float32)
+        self.written = frozenset(c.bone for c in channels)  # the bones whose channels `write` sets
 
     def read(self, bones) -> np.ndarray:
         """The configuration the rig shows (as `read_joint_values`); the values stay for `write`,
@@ -308,6 +312,12 @@ class LiveRig:
             return None
         flat = self.matrices[16 * i:16 * i + 16].tolist()
         return flat, (flat[0::4], flat[1::4], flat[2::4])
+
+    def control_flat(self, name: str) -> list | None:
+        """The bone's pose as 16 floats, column after column, from the last `read_matrices`, or
+        None for a bone the rig does not have."""
+        i = self.index.get(name)
+        return None if i is None else self.matrices[16 * i:16 * i + 16].tolist()
 
     def write(self, obj, bones, q: np.ndarray) -> bytes:
         """`write_joint_values` of q straight after this frame's `read`: clamped to the limits,

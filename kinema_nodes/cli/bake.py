@@ -96,17 +96,24 @@ class BakeOutcome:
     result: object  # baking.RigBake
     seconds: float
     blend: Path
+    planned: object = None  # core.plan.PlannedShot under --plan
 
 
 def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path, *, solver: str = "pyroki",
                start: dict[str, float] | None = None, fps: float | None = None, speed_limit: float = 100.0,
-               progress=None, preset: str | None = None, avoid=None) -> BakeOutcome:
+               progress=None, preset: str | None = None, avoid=None, before_bake=None,
+               plan: dict | None = None) -> BakeOutcome:
     """Everything `bake` does in Blender: import, tree, keyed control, bake, save."""
     from .headless import blender_output_to_stderr, headless_blender, save_blend
 
     if not str(out).lower().endswith(".blend"):
         raise KinemaError(f"--out '{out}' must end in .blend")
     bpy = headless_blender()
+    if solver == "numpy":
+        from ..core.solve import kernel_status
+
+        # the compiled kernel loads (from its disk cache) in a thread while the rig is built; the preview waits for it
+        kernel_status()
     from ..blender import rig as rig_module
     from ..blender.edit import ensure_bake_node
     from ..blender.baking import bake_tree
@@ -139,6 +146,8 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
         tree, target, solver_node = add_ik_target(bpy.context, rig, link, backend=solver.upper())
     solver_node.live = False
     solver_node.use_own_budget, solver_node.budget_ms = True, 60_000.0  # a bake is not a live frame
+    if before_bake is not None:  # --path: tool-axis turns and the reach preview, with the bake's own solver settings
+        before_bake(tree, target, rig, robot, link)
     key_control(bpy, rig, target, track)
     key_links(target, robot, track, link)
     node = ensure_bake_node(tree, scene)
@@ -148,6 +157,9 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
     # is, for every Solver (BakeJob(avoid=)); the same path a script's bake_tree(avoid=) takes.
     results = bake_tree(tree, first, last, progress=progress, fps=fps, avoid=avoid)
     seconds = time.perf_counter() - started
+    planned = None
+    if plan is not None:
+        planned = plan_keyed_segments(rig, results[0], track, avoid, plan, speed_limit=speed_limit)
     if avoid is not None:  # the saved .blend shows the obstacles, and its live IK avoids them as the bake did
         from ..core.graph.registry import kind_of
         from .obstacles import set_solver_avoid
@@ -155,7 +167,39 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
         set_solver_avoid(bpy, [n for n in tree.nodes if kind_of(n) == "solver"], avoid, rig)
     scene.frame_set(first)
     blend = save_blend(bpy, out)
-    return BakeOutcome(rig, tree, results[0], seconds, blend)
+    return BakeOutcome(rig, tree, results[0], seconds, blend, planned)
+
+
+def plan_keyed_segments(rig, result, track: TargetTrack, avoid, overrides: dict, speed_limit: float = 1.0):
+    """`bake --plan`: each segment between two rows of the targets CSV (the control's keys) through
+    `core.plan.plan_shot`, from the baked configuration at one key to the one at the next; planned
+    segments are keyed on the rig in place of the per-frame answers, so the saved .blend, the
+    joints CSV and playback all show the plan, and the bake's report is made again for what is
+    keyed, its planned frames counted as planned (`check_bake(segments=)`). Returns the `PlannedShot`."""
+    import dataclasses
+
+    import bpy
+
+    from ..blender.baking import scene_fps, write_joint_keys
+    from ..blender.limits import rig_limits
+    from ..core.collision import Avoid
+    from ..core.plan import plan_shot
+    from ..core.shot.bake import check_bake, segment_rows
+
+    solution = result.solution
+    robot = solution.robot
+    limits = rig_limits(rig, robot, **overrides)
+    planned = plan_shot(robot, solution.frames, solution.joints, track.frames, scene_fps(bpy.context.scene),
+                        avoid if avoid is not None else Avoid(), limits)
+    changed = np.any(planned.joints != solution.joints, axis=0)
+    if changed.any():
+        keyed = np.array([name in result.keyed_joints for name in robot.actuated_joint_names]) | changed
+        write_joint_keys(rig, robot, solution.frames, planned.joints, keyed)
+        result.solution = dataclasses.replace(solution, joints=planned.joints)
+        result.keyed_joints = [n for n, k in zip(robot.actuated_joint_names, keyed) if k]
+    result.report = check_bake(result.solution, fps=scene_fps(bpy.context.scene),
+                               velocity_limits=robot.velocity_limits * speed_limit, segments=segment_rows(planned.segments))
+    return planned
 
 
 # ---- the report picture -------------------------------------------------------------------------
@@ -164,12 +208,19 @@ def bake_track(urdf: str, link: str | None, track: TargetTrack, out: str | Path,
 # ---- bake ------------------------------------------------------------------------------------
 
 def add_arguments_bake(parser):
-    """Bake IK targets from a CSV into a .blend: joint keys per frame, checked (exit 3 when flagged)."""
+    """Bake IK targets (a CSV) or a tool path (a path file) into a .blend: joint keys per frame, checked (exit 3 if flagged)."""
     parser.add_argument("urdf", help="URDF file or bundled robot name")
     parser.add_argument("--link", help="link the targets are for (default: the tool point)")
-    parser.add_argument("--targets", required=True, metavar="FILE.csv",
+    from .path_file import PATH_FILE_HELP
+
+    given = parser.add_mutually_exclusive_group(required=True)
+    given.add_argument("--path", metavar="FILE.json", help=PATH_FILE_HELP)
+    given.add_argument("--targets", metavar="FILE.csv",
                         help="frame,x,y,z,qw,qx,qy,qz[,link] per row; poses in the robot's root frame (metres); "
                              "every frame from the first row's to the last row's is baked, between rows the control moves linearly")
+    parser.add_argument("--tool-axis-freedom", type=float, default=0.0, metavar="DEG",
+                        help="with --path: the tool may turn about its own Z axis within ±DEG, per frame the turn that keeps "
+                             "the joints furthest from limits and singularities, continuous along the path (default 0: as given)")
     parser.add_argument("--out", required=True, metavar="FILE.blend", help="where to save the baked Blender file")
     parser.add_argument("--joints-out", metavar="FILE.csv", help="joint values per frame: frame, then one column per joint")
     parser.add_argument("--report", metavar="FILE.png", help="picture: joint values over time against their limits, flagged frames marked")
@@ -190,6 +241,11 @@ def add_arguments_bake(parser):
     # --margin is the limits' (PCT) on bake: the collision margin is --collision-margin MM
     add_avoid_arguments(parser, margin_option="--collision-margin", srdf=False)
     parser.set_defaults(margin_option="--collision-margin")
+    parser.add_argument("--plan", action="store_true",
+                        help="plan between the keys (the CSV's rows): a segment whose per-frame path collides is replaced by "
+                             "a collision-free joint path (OMPL RRTConnect) timed to fill its frames, flagged when they are "
+                             "too few for the limits (--max-acc, --max-jerk); avoids what --obstacles/--avoid name "
+                             "(default: the robot itself)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -229,16 +285,48 @@ def run_bake(args) -> int:
         need_pillow()
     from .export import bake_limits, check_bake_arguments
 
+    plan_options = None
+    if getattr(args, "plan", False):
+        from ..core.plan import ompl_available
+        from .export import limit_overrides as read_limit_overrides
+
+        if args.path:
+            raise KinemaError("--plan plans between the keys of a --targets CSV; a --path file has a pose every frame")
+        ready, why = ompl_available()
+        if not ready:
+            raise KinemaError(why)
+        plan_options = read_limit_overrides(args)  # --max-acc / --max-jerk / --margin time the plans too
     limit_overrides = check_bake_arguments(args)
     from .obstacles import avoid_from_args
 
     avoid = avoid_from_args(args)  # a bad obstacle file is refused before Blender starts
-    track = read_targets_csv(args.targets)
     start = parse_joint_values(args.start)
-    check_csv_links(args.targets, args.urdf, track)
+    from .path_file import ReachPreview, read_path_file, start_rotation, tool_axis_freedom
+
+    reach = None
+    if args.path:  # a path file: the tool's pose at every frame from core/paths.py, checked before Blender starts
+        track, _ = read_path_file(args.path, start_rotation(args.urdf, args.link, start), args.fps or 24.0)
+        reach = ReachPreview(track, tool_axis_freedom(args), args.fps or 24.0)
+    else:
+        tool_axis_freedom(args)
+        track = read_targets_csv(args.targets)
+        check_csv_links(args.targets, args.urdf, track)
     outcome = bake_track(args.urdf, args.link, track, args.out, solver=args.solver, start=start, fps=args.fps,
-                         speed_limit=args.speed_limit, progress=TerminalProgress("baking"), preset=args.preset, avoid=avoid)
+                         speed_limit=args.speed_limit, progress=TerminalProgress("baking"), preset=args.preset, avoid=avoid,
+                         before_bake=reach, plan=plan_options)
     payload, text = finish_outputs(outcome, args.joints_out, args.report, started)
+    if reach is not None:
+        payload.update(reach.payload())
+        text = [*text, *reach.lines()]
+    if outcome.planned is not None:
+        payload["segments"] = outcome.planned.to_dicts()
+        for row in payload["segments"]:
+            clear = "-" if row["least_clearance_m"] is None else f"{row['least_clearance_m'] * 1000:.1f} mm"
+            text.append(f"frames {row['first_frame']}-{row['last_frame']}: {row['mode']}, {row['path_length_rad']:.3f} rad, "
+                        f"least clearance {clear}, planned in {row['planning_s'] * 1000:.0f} ms"
+                        + (f"; flagged: {row['flag']}" if row["flag"] else ""))
+        if (outcome.planned.flagged or any(r["mode"] == "failed" for r in payload["segments"])) and payload["status"] == "ok":
+            payload["status"] = "flagged"
     if avoid is not None:
         report = outcome.result.report
         payload["frames_in_collision"] = sorted(int(frame) for frame in report.in_collision)
@@ -267,8 +355,8 @@ def refuse_outputs_over_inputs(args) -> None:
 
     outputs = {"--out": args.out, "--joints-out": args.joints_out, "--report": args.report,
                "--retime": getattr(args, "retime", None), "--limits-report": getattr(args, "limits_report", None)}
-    inputs = {"--targets": args.targets, "robot file": given_file(args.urdf), "--preset": given_file(args.preset),
-              "--obstacles": given_file(getattr(args, "obstacles", None))}
+    inputs = {"--targets": args.targets, "--path": getattr(args, "path", None), "robot file": given_file(args.urdf),
+              "--preset": given_file(args.preset), "--obstacles": given_file(getattr(args, "obstacles", None))}
     refuse_writing_over_inputs(outputs, inputs)
 
 
@@ -331,7 +419,7 @@ def finish_outputs(outcome: BakeOutcome, joints_out, report_png, started: float,
         "keyed_joints": result.keyed_joints,
         "solver": sorted(result.solution.backends),
         "checks": {k: v for k, v in report.to_dict().items() if k in ("not_converged", "near_limit", "too_fast", "flips")},
-        "status": ("not_converged" if report.converged < report.frames else "flagged" if report.flagged else "ok"),
+        "status": ("not_converged" if report.converged + len(report.planned) < report.frames else "flagged" if report.flagged else "ok"),
     }
     from ..blender.baking import frame_ranges
 

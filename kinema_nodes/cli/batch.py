@@ -230,6 +230,7 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
     ARGUMENTS` and answer one line ({"rc", "stdout", "stderr"}) on the original stdout. Each
     child is a fresh copy of the warm state (fork), so no shot sees another's scene."""
     import contextlib
+    import secrets
     import tempfile
 
     from ..core.shot.batch import die_with_parent
@@ -252,9 +253,12 @@ def serve_shots() -> None:  # pragma: no cover - a subprocess of a batch worker;
     # ever swept up by a name pattern: a pattern in the shared temporary folder can match a
     # user's file. (A server killed mid-shot leaves its folder; the system's temporary-file
     # cleaning takes it.)
-    folder = tempfile.mkdtemp(prefix="kinema-shots-")
+    # The name is fixed before the folder is made, inside the `try`, so a SIGTERM at any bytecode
+    # (the test sends one the moment "ready" is read) finds the name the `finally` removes.
+    folder = os.path.join(tempfile.gettempdir(), f"kinema-shots-{os.getpid()}-{secrets.token_hex(6)}")
     current: list[str] = []  # the pair of the shot running now
     try:
+        os.mkdir(folder, 0o700)
         _answer_requests(answers, folder, current)
     finally:
         for path in current:

@@ -177,3 +177,27 @@ def target_pose(values, option: str = "--target") -> tuple[tuple[float, float, f
         warn(f"{option}: the quaternion had length {length:.9g}, not 1; normalised to "
              f"{' '.join(f'{v:.6f}' for v in wxyz)}")
     return tuple(float(v) for v in position), tuple(float(v) for v in wxyz)
+
+
+def read_small_file(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, or one KinemaError line naming it as
+    `what` (a FIFO or device is refused before it is opened; a file grown past the limit since
+    the stat is refused too, never read whole)."""
+    import stat
+
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise KinemaError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise KinemaError(f"{what} '{path}' is not a regular file")
+    if info.st_size > limit:
+        raise KinemaError(f"{what} '{path}' is {info.st_size / 1e6:.1f} MB; at most {limit // (1024 * 1024)} MiB is read")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise KinemaError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise KinemaError(f"{what} '{path}' is over {limit // (1024 * 1024)} MiB; at most that much is read")
+    return data

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import csv
 import io
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import KinemaError
-from .common import UNIT_QUATERNION_SLACK, number_in_text, warn
+from .common import UNIT_QUATERNION_SLACK, number_in_text, read_small_file, warn
 
 CSV_COLUMNS = ("frame", "x", "y", "z", "qw", "qx", "qy", "qz")
 
@@ -60,21 +59,7 @@ def from_spreadsheet_safe(cell: str) -> str:
 
 def _read_text(path: Path) -> str:
     """The file as text: a regular file, at most MAX_CSV_BYTES, UTF-8 (with or without a BOM)."""
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise KinemaError(f"cannot read targets '{path}': {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise KinemaError(f"targets '{path}' is not a regular file")
-    if info.st_size > MAX_CSV_BYTES:
-        raise KinemaError(f"targets '{path}' is {info.st_size / 1e6:.1f} MB; at most {MAX_CSV_BYTES // (1024 * 1024)} MiB is read")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CSV_BYTES + 1)
-    except OSError as exc:
-        raise KinemaError(f"cannot read targets '{path}': {exc.strerror or exc}") from None
-    if len(data) > MAX_CSV_BYTES:
-        raise KinemaError(f"targets '{path}' is over {MAX_CSV_BYTES // (1024 * 1024)} MiB; at most that much is read")
+    data = read_small_file(path, MAX_CSV_BYTES, "targets")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -158,8 +158,9 @@ def check_bake_arguments(args) -> dict:
 
     overrides = limit_overrides(args)
     if (args.margin is not None or args.max_acc is not None or args.max_jerk is not None or args.limits_report) \
-            and not args.check_limits and not args.retime:
-        raise KinemaError("--margin, --max-acc, --max-jerk and --limits-report go with --check-limits or --retime")
+            and not args.check_limits and not args.retime and not (getattr(args, "plan", False) and not args.limits_report):
+        raise KinemaError("--margin, --max-acc, --max-jerk and --limits-report go with --check-limits or --retime "
+                          "(--margin, --max-acc and --max-jerk also with --plan)")
     if args.retime:
         if not str(args.retime).lower().endswith(".blend"):
             raise KinemaError(f"--retime '{args.retime}' must end in .blend")

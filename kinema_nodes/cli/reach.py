@@ -43,21 +43,27 @@ def add_arguments_reach(parser):
 def run_reach(args) -> int:
     from ..core.files import check_output_path
     from ..core.model.loading import load_robot
-    from ..core.reach import assemble, chunks, default_box, grid_cells, reach_bounds, reach_chunk, render_slices, super_fibonacci
+    from ..core.reach import (MAX_ORIENTATIONS, assemble, check_pose_count, check_seeds, chunks, default_box, grid_cells, grid_shape,
+                              reach_bounds, reach_chunk, render_slices, super_fibonacci)
 
     started = time.perf_counter()
+    check_seeds(args.seeds)  # the caps before the robot is read or anything allocated
+    if args.orientations < 1:
+        raise KinemaError(f"--orientations must be at least 1, got {args.orientations}")
+    if args.orientations > MAX_ORIENTATIONS:
+        raise KinemaError(f"--orientations {args.orientations} is more than {MAX_ORIENTATIONS:,}")
     for option, value, suffix in (("--out", args.out, ".npz"), ("--render", args.render, ".png")):
         if value:
             if not value.lower().endswith(suffix):
                 raise KinemaError(f"{option} '{value}' must end in {suffix}")
             check_output_path(value, option)
-    if args.seeds < 1:
-        raise KinemaError(f"--seeds must be at least 1, got {args.seeds}")
     robot = load_robot(args.urdf, check_meshes=False)
     link = robot.check_link(args.link or robot.tool_point)
     if not (math.isfinite(args.step) and args.step > 0):
         raise KinemaError(f"--step must be a positive number of metres, got {args.step}")
     box = np.array(args.box) if args.box else default_box(robot, link, args.step)
+    _, shape = grid_shape(box, args.step)
+    check_pose_count(math.prod(shape), args.orientations, robot.dof)
     centres, shape = grid_cells(box, args.step)
     orientations = super_fibonacci(args.orientations)
     poses = len(centres) * len(orientations)

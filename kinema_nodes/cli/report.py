@@ -35,7 +35,8 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
     names = [n for n, keyed in zip(robot.actuated_joint_names, solution.keyed) if keyed] or list(robot.actuated_joint_names)
     width, strip, left, right, top, bottom = 1000, 78, 150, 20, 58, 72
     traced = bool(getattr(report, "clearance", None))  # a bake that avoided collisions: its clearance trace
-    height = top + strip * (len(names) + traced) + bottom
+    rows = segment_lines(report)
+    height = top + strip * (len(names) + traced) + bottom + 16 * len(rows)
     image, draw, font, small = _canvas(width, height)
     first, last = float(frames[0]), float(frames[-1])
     span = max(last - first, 1.0)
@@ -87,6 +88,8 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
                                    fill=(240, 200, 200))
                     draw.line([left, y_of(limit), plot_right, y_of(limit)], fill=(200, 60, 60), width=2)
         near_runs, fast_runs = per_joint[name]
+        for a, b in _runs(getattr(report, "planned", [])):  # under the flags: a plan's frames, every joint
+            draw.rectangle([max(left, x_of(a) - bar / 2), y0 + 1, min(plot_right, x_of(b) + bar / 2), y1 - 1], fill=PLANNED_COLOUR)
         for runs, colour in ((whole_pose, NOT_CONVERGED_COLOUR), (near_runs, NEAR_LIMIT_COLOUR), (fast_runs, TOO_FAST_COLOUR)):
             for a, b in runs:
                 draw.rectangle([max(left, x_of(a) - bar / 2), y0 + 1, min(plot_right, x_of(b) + bar / 2), y1 - 1], fill=colour)
@@ -145,9 +148,31 @@ def draw_report(path: str | Path, robot, result, title: str = "") -> Path:
               "Red line: a limit in view.  Dashes: hand-off.")
     draw.text((left, legend_y + 16), legend, fill=(60, 60, 60), font=small)
     draw.text((left, legend_y + 30), "Right column: the joint's whole range, and the part this shot uses.", fill=(60, 60, 60), font=small)
+    for k, line in enumerate(rows):
+        y = legend_y + 48 + 16 * k
+        if k == 0:
+            draw.rectangle([left - 18, y + 2, left - 4, y + 12], fill=PLANNED_COLOUR, outline=(150, 150, 150))
+        draw.text((left, y), line, fill=(60, 60, 60), font=small)
     from ..core.files import write_with
 
     return write_with(Path(path), lambda temporary: image.save(temporary, format="PNG"), "--report")
+
+
+def segment_lines(report) -> list[str]:
+    """The report's segment rows (Plan Between Keys), one line each: the planned segments with
+    their least clearance, and any flag."""
+    lines = []
+    for row in getattr(report, "segments", []):
+        if row["mode"] != "planned" and not row.get("flag"):
+            continue
+        least = row.get("least_clearance_m")
+        words = f"frames {row['first']}–{row['last']}: {row['mode']}"
+        if row["mode"] == "planned":
+            words += ", least clearance " + ("not measured" if least is None else f"{least * 1000:.1f} mm")
+        if row.get("flag"):
+            words += f"; {row['flag']}"
+        lines.append(words)
+    return lines
 
 
 def _clearance_strip(draw, report, frames, x_of, left, right, y0, y1, bar, font, small) -> None:
@@ -182,6 +207,8 @@ def _clearance_strip(draw, report, frames, x_of, left, right, y0, y1, bar, font,
 
 
 #: Band colours (RGBA, over the strip's background).
+#: Frames a plan keyed (Plan Between Keys): a pale green band under the flags.
+PLANNED_COLOUR = (60, 170, 90, 45)
 NOT_CONVERGED_COLOUR = (220, 40, 40, 80)
 TOO_FAST_COLOUR = (245, 140, 0, 110)
 NEAR_LIMIT_COLOUR = (150, 60, 200, 70)

@@ -15,16 +15,27 @@ def run_robots(args) -> int:
 
     robots = named_robots()
     payload = {
-        "robots": [{"name": r.name, "source": r.source, "format": r.format, "file": str(r.path) if r.path else None}
+        "robots": [{"name": r.name, "source": r.source, "format": r.format, "file": str(r.path) if r.path else None,
+                    "cached": r.cached, "fetch": None if r.cached else r.fetch_hint}
                    for r in robots],
         "count": len(robots),
     }
     lines = []
     for source in dict.fromkeys(r.source for r in robots):
         group = [r for r in robots if r.source == source]
-        lines.append(f"{source} ({len(group)}):")
+        fetched = sum(r.cached for r in group)
+        lines.append(f"{source} ({len(group)}{'' if fetched == len(group) else f', {fetched} fetched'}):")
         width = max(len(r.name) for r in group)
-        lines.extend(f"  {r.name:<{width}}  {r.format:<5} {r.path or '(fetched into its cache on first use)'}" for r in group)
-    lines.append("any of these names works wherever a URDF path does (info, fk, solve, import, bake, ...)")
+        lines.extend(f"  {r.name:<{width}}  {r.format:<5} {_where(r)}" for r in group)
+    lines.append("any of these names works wherever a URDF path does (info, fk, solve, import, bake, ...);")
+    lines.append("a library's robot once that library has fetched it (Kinema Nodes never fetches)")
     emit(args, payload, lines)
     return 0
+
+
+def _where(robot) -> str:
+    if robot.path is not None:
+        return str(robot.path)
+    if robot.cached:
+        return f"(in {robot.source}'s cache)"
+    return f"(not fetched yet: {robot.fetch_hint})"

@@ -19,3 +19,12 @@ def cache_root() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "kinema_nodes"
+
+
+def signed_folder(compiler: str) -> Path:
+    """The folder for one compiler's signed entries (`core.cache_trust`): "numba" or "jax".
+
+    Named apart from the unsigned `numba/` and `jax/` folders that installs before cache signing
+    wrote, so an upgrade starts an empty folder (one silent rebuild) instead of meeting, and
+    warning about, every old unsigned entry; those old folders are never read."""
+    return cache_root() / f"{compiler}-signed"

@@ -25,8 +25,20 @@ A preset is a JSON file::
   rig: the rig, the control, the budget from Preferences). ``values`` are per-frame settings
   (swivel angle, configuration index) set once. ``keys.link`` keys the target's link choice
   (stepped) — a hand-off from one part of the arm to another.
+- ``keys.control`` (an IK Target with a control bone): [frame, [dx, dy, dz]] rows, the control
+  keyed that far (m, root frame) from where it is made, orientation kept, or [frame, {"toward":
+  "<another IK Target>", "share": s}] rows, keyed the share s of the way from where it is made to
+  where the other's control is made (two hands meeting for a hand-over); ``keys.gripper_value``
+  (a Gripper node): [frame, 0..1] rows. The motion of a pick and place, short enough that most
+  arms reach it from where they stand (`MOTION_KEYS`).
 - ``"control": "bone"`` on an IK Target: applying the preset makes a control bone at the
   link it aims at (as Add IK Target does), so nothing moves when the preset is applied.
+- ``"path"`` on a Tool: [[dx, dy, dz], ...] points (m, root frame) from the path's start;
+  applying it lays a smooth curve through them (a Bezier with automatic handles) and makes it
+  the Tool's Follow Path, a bead traced at the Tool's speed (`MAX_PATH_POINTS` points, each
+  within `MAX_CONTROL_OFFSET_M`). The start is the tool centre point where the arm is when the
+  preset is applied, or, with an approach, that far ahead along the tool's axis: the approach
+  starts where the tool is, so nothing moves.
 - Every Robot node binds to the rig the preset is applied to.
 - ``requires`` (optional): roles the preset needs even where no node names them (an arm on a
   rail needs the rail), and the fewest revolute joints the arm must have (an elbow swivel
@@ -61,8 +73,11 @@ from .roles import ROLES, RoleBinding, arm_joints, resolve_roles
 FORMAT_VERSION = 1
 #: Params that describe one rig, never saved in a preset.
 RIG_SPECIFIC_PARAMS = frozenset({"rig", "rig_is_armature", "control", "control_exists", "known_links", "budget_ms"})
-#: Params whose string value is a link name (saved as a role).
-LINK_PARAMS = frozenset({"link"})
+#: Params whose string value is a link name (saved as a role). A Gripper node's "hand" (the link
+#: its gripper hangs from) is one too; left empty (every gripper) it stays empty.
+LINK_PARAMS = frozenset({"link", "hand"})
+#: Link params whose empty value means "none" rather than the tool point.
+EMPTY_LINK_PARAMS = frozenset({"hand"})
 
 
 class PresetError(KinemaError):
@@ -75,6 +90,12 @@ class PresetWarning(UserWarning):
 
 #: Largest preset file read: the shipped ones are ~2 KB.
 MAX_PRESET_BYTES = 1024 * 1024
+#: Most nodes and links in a preset, and rows in one list of keys or ranges, checked before any
+#: node is looked at: a 1 MiB file can name ~20,000 nodes, each a Blender node (and maybe a bone)
+#: to build. The shipped presets have at most 6 nodes and 8 links.
+MAX_PRESET_NODES = 256
+MAX_PRESET_LINKS = 1024
+MAX_PRESET_ROWS = 10_000
 #: The range of a number a preset may set, by param name (the Blender properties' own limits,
 #: or what the quantity can mean: a position tolerance of a metre already accepts any pose). A
 #: tolerance of 1e300 makes every solve "converged"; a weight of 1e308 overflows the solver's
@@ -95,8 +116,21 @@ MAX_PRESET_NUMBER = 1e7
 NODE_SOCKETS = {
     "robot": ((), ("Robot",)), "ik_target": (("Robot", "Link"), ("Target",)), "solver": (("Targets",), ("Solution",)),
     "swivel": (("Solution",), ("Solution",)), "configuration": (("Solution",), ("Solution",)),
-    "bake": (("Solution",), ("Solution",)), "link_switch": ((), ("Link",)),
+    "bake": (("Solution",), ("Solution",)), "link_switch": ((), ("Link",)), "tool": ((), ("Link",)),
+    "gripper": (("Solution",), ("Solution",)), "grasp": (("Robot", "Link"), ()),
 }
+#: Keyed motion a preset may carry, by key name: the node kind it keys. ``keys.control`` on an IK
+#: Target with a control bone: [frame, [dx, dy, dz]] rows, the control moved by that much (m, in
+#: the robot's root frame) from where it is made, its orientation kept: a motion that scales to
+#: no robot, so it is kept short (a pick and place's approach, carry and retract, a few cm).
+#: ``keys.gripper_value`` on a Gripper node: [frame, 0..1] rows.
+MOTION_KEYS = {"control": "ik_target", "gripper_value": "gripper"}
+#: Largest control offset a preset may key (m): farther is a shot, not a setup.
+MAX_CONTROL_OFFSET_M = 1.0
+#: Most points of a Tool's path in a preset (each a Bezier point of the curve it lays).
+MAX_PATH_POINTS = 1000
+#: The fields a preset node may have.
+NODE_FIELDS = frozenset({"name", "kind", "params", "values", "keys", "control", "path"})
 
 
 @dataclass(frozen=True)
@@ -138,6 +172,10 @@ class BoundPreset:
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
     link_keys: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     groups: tuple[dict, ...] = ()
+    #: node -> {key: [(frame, value), ...]} for `MOTION_KEYS` (control offsets, gripper values).
+    motion_keys: dict[str, dict[str, list]] = field(default_factory=dict)
+    #: Tool node -> its path's points (m, root frame) from the tool centre point where it is applied.
+    paths: dict[str, tuple[tuple[float, float, float], ...]] = field(default_factory=dict)
 
 
 def _collect_roles(value: Any, found: set[str]) -> None:
@@ -178,6 +216,10 @@ def preset_from_json(data: Any, source: str = "<preset>", path: Path | None = No
     nodes = data.get("nodes")
     if not isinstance(nodes, list) or not nodes:
         fail("the preset has no nodes")
+    if len(nodes) > MAX_PRESET_NODES:
+        fail(f"the preset has {len(nodes)} nodes; refusing more than {MAX_PRESET_NODES}")
+    if isinstance(data.get("links"), list) and len(data["links"]) > MAX_PRESET_LINKS:
+        fail(f"the preset has {len(data['links'])} links; refusing more than {MAX_PRESET_LINKS}")
     names = set()
     for node in nodes:
         if not isinstance(node, dict) or not isinstance(node.get("name"), str) or not node["name"]:
@@ -204,6 +246,12 @@ def preset_from_json(data: Any, source: str = "<preset>", path: Path | None = No
             fail(f"link {link!r}: node '{link[0]}' ({kinds[link[0]]}) has no output socket '{link[1]}'")
         if link[3] not in NODE_SOCKETS[kinds[link[2]]][0]:
             fail(f"link {link!r}: node '{link[2]}' ({kinds[link[2]]}) has no input socket '{link[3]}'")
+    controls = {n["name"] for n in nodes if n["kind"] == "ik_target" and n.get("control") == "bone"}
+    for node in nodes:
+        for _, value in node.get("keys", {}).get("control", ()):
+            if isinstance(value, dict) and (value["toward"] not in controls or value["toward"] == node["name"]):
+                fail(f"node '{node['name']}': keys.control toward '{value['toward']}': not another IK Target with "
+                     "\"control\": \"bone\" in this preset")
     requires = data.get("requires", {})
     if not isinstance(requires, dict) or not isinstance(requires.get("roles", []), list) \
             or not isinstance(requires.get("arm_joints", 0), int) or isinstance(requires.get("arm_joints", 0), bool) \
@@ -286,8 +334,18 @@ def _is_reference(value) -> bool:
 def _check_node_fields(node: dict, fail) -> None:
     """Every field of one preset node has the shape the builder expects; else `fail` names it."""
     name = node["name"]
-    if set(node) - {"name", "kind", "params", "values", "keys", "control"}:
-        fail(f"node '{name}': unknown field(s) {', '.join(sorted(set(node) - {'name', 'kind', 'params', 'values', 'keys', 'control'}))}")
+    if set(node) - NODE_FIELDS:
+        fail(f"node '{name}': unknown field(s) {', '.join(sorted(set(node) - NODE_FIELDS))}")
+    if "path" in node:
+        points = node["path"]
+        if node["kind"] != "tool":
+            fail(f"node '{name}': 'path' belongs on a node of kind tool")
+        if not isinstance(points, list) or not 2 <= len(points) <= MAX_PATH_POINTS:
+            fail(f"node '{name}': 'path' must be a list of 2 to {MAX_PATH_POINTS} [dx, dy, dz] points")
+        for point in points:
+            if not (isinstance(point, list) and len(point) == 3 and all(_is_number(v) for v in point)
+                    and max(abs(v) for v in point) <= MAX_CONTROL_OFFSET_M):
+                fail(f"node '{name}': 'path' points are [dx, dy, dz] within {MAX_CONTROL_OFFSET_M:g} m, not {point!r:.60}")
     if node.get("control") not in (None, "bone"):
         fail(f"node '{name}': 'control' must be \"bone\" (or left out), not {node.get('control')!r}")
     for key, value in node.get("params", {}).items():
@@ -296,6 +354,8 @@ def _check_node_fields(node: dict, fail) -> None:
             if not (value is None or value == "" or _is_reference(value)):
                 fail(f"{where} must be {{\"role\": ...}} or {{\"link\": ...}}, not {value!r:.60}")
         elif node["kind"] == "link_switch" and key == "ranges":
+            if isinstance(value, list) and len(value) > MAX_PRESET_ROWS:
+                fail(f"{where} has {len(value)} rows; refusing more than {MAX_PRESET_ROWS}")
             if not isinstance(value, list) or not all(
                     isinstance(row, list) and len(row) == 2 and _is_number(row[0]) and _is_reference(row[1]) for row in value):
                 fail(f"{where} must be a list of [first_frame, {{\"role\": ...}}] rows")
@@ -311,13 +371,41 @@ def _check_node_fields(node: dict, fail) -> None:
         if not (_is_number(value) or isinstance(value, bool)):
             fail(f"node '{name}': values.{key} must be a finite number, not {value!r:.60}")
     keys = node.get("keys", {})
-    if set(keys) - {"link"}:
-        fail(f"node '{name}': keys.{sorted(set(keys) - {'link'})[0]} is not a key a preset can hold (only 'link')")
+    if set(keys) - {"link", *MOTION_KEYS}:
+        fail(f"node '{name}': keys.{sorted(set(keys) - {'link', *MOTION_KEYS})[0]} is not a key a preset can hold "
+             f"(only {', '.join(['link', *MOTION_KEYS])})")
+    for key, kind in MOTION_KEYS.items():
+        if key not in keys:
+            continue
+        rows = keys[key]
+        if node["kind"] != kind or (key == "control" and node.get("control") != "bone"):
+            fail(f"node '{name}': keys.{key} belongs on a node of kind {kind}" + (" with \"control\": \"bone\"" if key == "control" else ""))
+        if not isinstance(rows, list) or len(rows) > MAX_PRESET_ROWS:
+            fail(f"node '{name}': keys.{key} must be a list of at most {MAX_PRESET_ROWS} [frame, value] rows")
+        for row in rows:
+            if not (isinstance(row, list) and len(row) == 2 and _is_number(row[0])):
+                fail(f"node '{name}': keys.{key} rows are [frame, value], not {row!r:.60}")
+            value = row[1]
+            if key == "control" and not (isinstance(value, list) and len(value) == 3 and all(_is_number(v) for v in value)
+                                         and max(abs(v) for v in value) <= MAX_CONTROL_OFFSET_M) and not _is_toward(value):
+                fail(f"node '{name}': keys.control rows are [frame, [dx, dy, dz]] within {MAX_CONTROL_OFFSET_M:g} m "
+                     f"or [frame, {{\"toward\": \"<IK Target>\", \"share\": 0..1}}], not {row!r:.60}")
+            if key == "gripper_value" and not (_is_number(value) and 0.0 <= value <= 1.0):
+                fail(f"node '{name}': keys.gripper_value rows are [frame, 0..1], not {row!r:.60}")
     if "link" in keys:
         rows = keys["link"]
+        if isinstance(rows, list) and len(rows) > MAX_PRESET_ROWS:
+            fail(f"node '{name}': keys.link has {len(rows)} rows; refusing more than {MAX_PRESET_ROWS}")
         if node["kind"] != "ik_target" or not isinstance(rows, list) or not all(
                 isinstance(row, list) and len(row) == 2 and _is_number(row[0]) and _is_reference(row[1]) for row in rows):
             fail(f"node '{name}': keys.link must be a list of [frame, {{\"role\": ...}}] rows on an IK Target")
+
+
+def _is_toward(value) -> bool:
+    """A `keys.control` row's value that keys the control part of the way toward another
+    target's control: {"toward": "<IK Target>", "share": 0..1}."""
+    return isinstance(value, dict) and set(value) == {"toward", "share"} and isinstance(value["toward"], str) \
+        and bool(value["toward"]) and _is_number(value["share"]) and 0.0 <= value["share"] <= 1.0
 
 
 def read_presets(folders: list[Path]) -> list[tuple[Path, Preset]]:
@@ -371,11 +459,13 @@ def _link_reference(link: str, binding: RoleBinding) -> dict:
 
 def make_preset(spec: GraphSpec, binding: RoleBinding, name: str, description: str = "",
                 controls: tuple[str, ...] | None = None, values: dict[str, dict] | None = None,
-                link_keys: dict[str, list[tuple[float, str]]] | None = None, groups: list[dict] | None = None) -> Preset:
+                link_keys: dict[str, list[tuple[float, str]]] | None = None, groups: list[dict] | None = None,
+                paths: dict[str, list] | None = None) -> Preset:
     """A preset from a graph built on one robot: every link becomes the role it fills there.
 
     An IK Target with no link aims at the tool point (saved as that role). `controls` lists
-    the IK Targets that get a control bone when applied (default: all of them).
+    the IK Targets that get a control bone when applied (default: all of them); `paths`, a Tool's
+    path as points from the tool centre point (see the module docstring).
     """
     nodes = []
     for node in spec.nodes:
@@ -383,7 +473,9 @@ def make_preset(spec: GraphSpec, binding: RoleBinding, name: str, description: s
         for key, value in node.params:
             if key in RIG_SPECIFIC_PARAMS:
                 continue
-            if key in LINK_PARAMS:
+            if key in EMPTY_LINK_PARAMS and not value:
+                value = ""
+            elif key in LINK_PARAMS:
                 value = _link_reference(value or binding.link("tool_point"), binding)
             elif node.kind == "link_switch" and key == "ranges":
                 value = [[first, _link_reference(link, binding)] for first, link in value]
@@ -401,6 +493,8 @@ def make_preset(spec: GraphSpec, binding: RoleBinding, name: str, description: s
             entry["values"] = dict(values[node.name])
         if link_keys and link_keys.get(node.name):
             entry["keys"] = {"link": [[float(f), _link_reference(link, binding)] for f, link in link_keys[node.name]]}
+        if paths and paths.get(node.name) is not None:
+            entry["path"] = [[float(f"{v:.7g}") for v in point] for point in paths[node.name]]
         nodes.append(entry)
     links = tuple((x.from_node, x.from_socket, x.to_node, x.to_socket) for x in spec.links)
     data = {"kinema_preset": FORMAT_VERSION, "name": name, "description": description,
@@ -445,7 +539,7 @@ def bind(preset: Preset, robot: RobotModel, overrides: dict[str, str] | None = N
         if have < wanted_joints:
             unbound["arm"] = (f"needs an arm with {wanted_joints} revolute joints; '{robot.name}' has {have} "
                               "(joints of its torso and gripper do not count)")
-    nodes, controls, values, link_keys = [], [], {}, {}
+    nodes, controls, values, link_keys, motion_keys, paths = [], [], {}, {}, {}, {}
     for node in preset.nodes:
         params = {k: _freeze(resolve(v)) for k, v in node.get("params", {}).items()}
         nodes.append(NodeSpec.make(node["name"], node["kind"], **params))
@@ -456,10 +550,15 @@ def bind(preset: Preset, robot: RobotModel, overrides: dict[str, str] | None = N
         keys = node.get("keys", {}).get("link")
         if keys:
             link_keys[node["name"]] = [(float(frame), resolve(link)) for frame, link in keys]
+        motion = {key: [(float(frame), value) for frame, value in node["keys"][key]] for key in MOTION_KEYS if key in node.get("keys", {})}
+        if motion:
+            motion_keys[node["name"]] = motion
+        if "path" in node:
+            paths[node["name"]] = tuple(tuple(float(v) for v in point) for point in node["path"])
     if unbound:
         return None, unbound
     spec = GraphSpec(tuple(nodes), tuple(LinkSpec(*link) for link in preset.links))
-    return BoundPreset(preset, spec, binding, tuple(controls), values, link_keys, preset.groups), {}
+    return BoundPreset(preset, spec, binding, tuple(controls), values, link_keys, preset.groups, motion_keys, paths), {}
 
 
 def describe_unbound(preset: Preset, robot_name: str, unbound: dict[str, str]) -> str:

@@ -26,7 +26,14 @@ DEFAULT_SEEDS = 8
 #: Stricter than the solver's default 1e-5, so a witness reaches its pose within 1e-5 m / rad
 #: measured by any other FK.
 REACH_TOLERANCE = 1e-6
+#: Caps checked before anything is allocated (issue #32, item 9): cells x orientations, and the
+#: map's memory (a `reached` flag and a witness configuration of `dof` floats per pose), so a
+#: pose count within the cell cap but beyond memory is refused with one line, not a MemoryError.
 MAX_POSES = 100_000_000
+MAX_MAP_BYTES = 2 * 1024 ** 3
+MAX_ORIENTATIONS = 100_000
+MAX_SEEDS = 256
+MAX_CELLS = 10_000_000
 #: Plastic-number constant of the super-Fibonacci spiral (Alexa, CVPR 2022).
 _PSI = 1.533751168755204288118041
 
@@ -35,6 +42,8 @@ def super_fibonacci(count: int) -> np.ndarray:
     """`count` unit quaternions (wxyz) spread evenly over SO(3): Alexa's super-Fibonacci spirals."""
     if count < 1:
         raise KinemaError(f"--orientations must be at least 1, got {count}")
+    if count > MAX_ORIENTATIONS:
+        raise KinemaError(f"--orientations {count} is more than {MAX_ORIENTATIONS:,}")
     s = np.arange(count) + 0.5
     r, big_r = np.sqrt(s / count), np.sqrt(1.0 - s / count)
     alpha, beta = 2 * np.pi * s / math.sqrt(2.0), 2 * np.pi * s / _PSI
@@ -42,8 +51,25 @@ def super_fibonacci(count: int) -> np.ndarray:
     return q * np.where(q[:, :1] < 0, -1.0, 1.0)  # w >= 0, the same rotations
 
 
-def grid_cells(box, step: float) -> tuple[np.ndarray, tuple[int, int, int]]:
-    """Cell centres (C, 3) of the box cut into cubes of side `step`, x fastest, and the grid's shape."""
+def check_seeds(seeds: int) -> None:
+    if seeds < 1:
+        raise KinemaError(f"--seeds must be at least 1, got {seeds}")
+    if seeds > MAX_SEEDS:
+        raise KinemaError(f"--seeds {seeds} is more than {MAX_SEEDS} (random starts per pose)")
+
+
+def check_pose_count(cells: int, orientations: int, dof: int) -> None:
+    """Refuse a map over `MAX_POSES` poses or `MAX_MAP_BYTES` of memory, before any allocation."""
+    poses = cells * orientations
+    size = poses * (1 + 8 * max(dof, 1))
+    if poses > MAX_POSES or size > MAX_MAP_BYTES:
+        raise KinemaError(f"{cells:,} cells x {orientations:,} orientations make {poses:,} poses "
+                          f"({size / 1024 ** 3:.1f} GiB of map for {dof} joints); the cap is {MAX_POSES:,} poses and "
+                          f"{MAX_MAP_BYTES / 1024 ** 3:.0f} GiB: use a larger --step, a smaller --box or fewer --orientations")
+
+
+def grid_shape(box, step: float) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """(the box's low corner, the grid's shape) for cubes of side `step`; nothing per cell is made."""
     box = np.asarray(box, dtype=float).reshape(2, 3)
     if not np.isfinite(box).all():
         raise KinemaError("--box must be six finite numbers: X0 Y0 Z0 X1 Y1 Z1")
@@ -51,8 +77,14 @@ def grid_cells(box, step: float) -> tuple[np.ndarray, tuple[int, int, int]]:
         raise KinemaError(f"--step must be a positive number of metres, got {step}")
     low, high = box.min(axis=0), box.max(axis=0)
     shape = tuple(int(max(1, math.ceil((h - lo) / step - 1e-9))) for lo, h in zip(low, high))
-    if math.prod(shape) > 10_000_000:
-        raise KinemaError(f"--box / --step make {math.prod(shape)} cells, more than 10,000,000; use a larger --step")
+    if math.prod(shape) > MAX_CELLS:
+        raise KinemaError(f"--box / --step make {math.prod(shape)} cells, more than {MAX_CELLS:,}; use a larger --step")
+    return low, shape
+
+
+def grid_cells(box, step: float) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """Cell centres (C, 3) of the box cut into cubes of side `step`, x fastest, and the grid's shape."""
+    low, shape = grid_shape(box, step)
     axes = [lo + (np.arange(n) + 0.5) * step for lo, n in zip(low, shape)]
     z, y, x = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
     return np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1), shape
@@ -346,6 +378,8 @@ def reach_chunk(robot_ref, link: str, centres: np.ndarray, cell_indices, orienta
     from .model.rotations import quaternion_to_matrix
     from .solve import kernel_status, problem_for, solve_poses
 
+    check_seeds(seeds)
+    check_pose_count(len(centres), len(orientations), 1)  # the chunk's own arrays, before any is made
     t0, cpu0 = time.perf_counter(), time.process_time()
     kernel_status(wait=True)  # a map is no live frame: wait for the compiled kernel (loaded once per process)
     robot = _robot(robot_ref)

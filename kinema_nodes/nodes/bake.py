@@ -54,8 +54,14 @@ def draw_report(node, layout, limit: int = 6) -> None:
 
     for rig_name, report in node.report().items():
         column = layout.column(align=True)
-        converged, frames = report["converged"], report["frames"]
-        column.label(text=f"{rig_name}: {converged}/{frames} frames converged", icon="CHECKMARK" if converged == frames else "ERROR")
+        converged, frames, planned = report["converged"], report["frames"], len(report.get("planned", []))
+        text = f"{rig_name}: {converged}/{frames} frames converged" + (f", {planned} planned" if planned else "")
+        column.label(text=text, icon="CHECKMARK" if converged + planned == frames else "ERROR")
+        for row in report.get("segments", []):
+            if row["mode"] == "planned":
+                least = row.get("least_clearance_m")
+                column.label(text=f"Frames {row['first']}–{row['last']} planned, least clearance "
+                                  + ("—" if least is None else f"{least * 1000:.1f} mm"), icon="IPO_EASE_IN_OUT")
         kinds = (("not_converged", "not converged"), ("near_limit", "near a limit"), ("too_fast", "too fast"), ("flips", "branch flips"),
                  ("in_collision", "in collision"))
         for key, words in kinds:

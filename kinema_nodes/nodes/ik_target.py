@@ -3,7 +3,7 @@
 import bpy
 
 from ..core.graph.spec import NodeSpec
-from ..tree import KinemaTreeNode, property_changed
+from ..tree import KinemaTreeNode, property_changed, rig_wired_into
 
 TOOL_POINT = "Tool point"
 
@@ -46,11 +46,7 @@ class KinemaIKTargetNode(KinemaTreeNode, bpy.types.Node):
         self.draw_messages(layout)
 
     def robot_rig(self):
-        for link in self.inputs["Robot"].links:
-            rig = getattr(link.from_node, "rig", None)
-            if rig is not None:
-                return rig
-        return None
+        return rig_wired_into(self)
 
     def control_exists(self) -> bool:
         obj = self.control_object

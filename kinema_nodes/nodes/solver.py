@@ -10,7 +10,9 @@ from ..tree import KinemaTreeNode, property_changed
 BACKEND_ITEMS = [
     ("PYROKI", "PyRoki", "JAX Levenberg-Marquardt on PyRoki's kinematics: a batch of seeds in one compiled call (float32, "
      "polished in float64), and a bake's frames as one scan. Compiles once per robot and target links (seconds the first "
-     "time, then from the disk cache). Pick it for cold solves far from the current pose"),
+     "time, then from the disk cache). Pick it for cold solves far from the current pose. Live, an ordinary tracking "
+     "step (the control moved a little, the last answer's branch still converges) is answered by the NumPy kernel's "
+     "one compiled call, as on NumPy; PyRoki answers the frames that need restarts or a branch change, and bakes"),
     ("NUMPY", "NumPy", "Compiled Levenberg-Marquardt kernel in float64 (numba; plain NumPy where numba is missing). It "
      "compiles once per machine, not per robot or bone, so a new robot solves at once. The fastest for live IK, bakes "
      "and big rigs. Joint limits, held and multi-turn joints, posture, weights"),
@@ -64,6 +66,12 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
                                        description="Clearance kept between the robot and what it avoids, in millimetres")
     ground: bpy.props.BoolProperty(name="Ground Plane", default=False, update=property_changed,
                                    description="Keep the robot above the scene's ground (world Z = 0)")
+    plan_between_keys: bpy.props.BoolProperty(
+        name="Plan Between Keys", default=False, update=property_changed,
+        description="Between two keys of the control, move along a collision-free joint path planned in the background "
+                    "(timed to the keys' frames) where the per-frame answers would collide; applies with Avoid Collisions")
+    plan_text: bpy.props.StringProperty(name="Planning", get=lambda self: _plan_readout(self),
+                                        description="Plan Between Keys: segments planned, pending and flagged")
     postures: bpy.props.CollectionProperty(type=KinemaPosture, name="Postures",
                                            description="Where the spare joints of a redundant arm settle: the pose at Add IK "
                                                        "Target, and the pose at each keyed hand-off from its frame on")
@@ -115,8 +123,14 @@ class KinemaSolverNode(KinemaTreeNode, bpy.types.Node):
             # the node's own settings, as the user set them (a preset keeps them); the compiler
             # decides what is avoided (core/graph/program.py: compiled_avoid)
             avoid_self=self.avoid_self, avoid_world=self.avoid_world, margin_mm=self.margin_mm, ground=self.ground,
-            obstacles=self.obstacles.name if self.obstacles is not None else "",
+            obstacles=self.obstacles.name if self.obstacles is not None else "", plan_between_keys=self.plan_between_keys,
         )
+
+
+def _plan_readout(node) -> str:
+    from ..blender.plan_between_keys import plan_readout
+
+    return plan_readout(node)
 
 
 def _readout(node, key, default):
@@ -138,6 +152,10 @@ def draw_avoid(solver, layout, *, with_collection: bool = False) -> None:
         column.prop(socket, "default_value", text="Obstacles")
     column.prop(solver, "margin_mm")
     column.prop(solver, "ground")
+    column.prop(solver, "plan_between_keys", toggle=True)
+    if solver.plan_between_keys and solver.plan_text:
+        text = solver.plan_text
+        column.label(text=text, icon="TIME" if text.startswith("Planning") else "ERROR" if ": " in text else "CHECKMARK")
 
 
 def draw_readout(solver, layout):

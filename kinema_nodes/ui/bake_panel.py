@@ -73,7 +73,13 @@ class KINEMA_OT_bake(bpy.types.Operator):
         from .export_operators import check_after_bake
 
         check_after_bake(context, job.results)  # limits markers and table; flags only
-        self.report({"INFO"} if all(not r.report.flagged for r in job.results) else {"WARNING"}, _summary(job.results))
+        summary = _summary(job.results)
+        plan_flags = [f"frames {s.first}-{s.last}: {s.plan.flag}" for segments in job.segments.values() for s in segments
+                      if s.plan.flag]  # Plan Between Keys: a segment too short for the limits, or one it could not plan
+        if plan_flags:
+            summary = "; ".join([summary, *plan_flags])
+        flagged = plan_flags or any(r.report.flagged for r in job.results)
+        self.report({"WARNING"} if flagged else {"INFO"}, summary)
         return {"FINISHED"}
 
     def execute(self, context):

@@ -1,4 +1,4 @@
-"""Operators of the robot rig: Import URDF, Key All, Reset to zero.
+"""Operators of the robot rig: Import URDF, Import Robot by Name, Key All, Reset to zero.
 
 Each does its work in one call of `execute`, so one undo step takes it all back; errors the
 user can act on are reported in Blender's report area, never as a traceback.
@@ -39,8 +39,10 @@ class KINEMA_OT_import_urdf(ReportingOperator, bpy.types.Operator, ImportHelper)
     def import_robot(self, context) -> str:
         from ..blender.build import import_urdf
         from ..core.model.xacro import parse_xacro_args
+        from ..core.solve import kernel_status
         from .preferences import package_folders
 
+        kernel_status()  # starts loading the compiled kernel now, beside the import, so the first drag finds it ready
         try:
             folders = package_folders(context) + ([bpy.path.abspath(self.package_path)] if self.package_path.strip() else [])
             rig_object = import_urdf(context, self.filepath, collision=self.import_collision,
@@ -51,6 +53,75 @@ class KINEMA_OT_import_urdf(ReportingOperator, bpy.types.Operator, ImportHelper)
             raise KinemaError(f"Import of '{self.filepath}' failed: {type(exc).__name__}: {exc}") from None
         robot = rig.robot_for_rig(rig_object)
         return f"Imported '{robot.name}': {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'"
+
+
+#: Every (robot list, items list) handed to Blender for the robot names, kept: Blender holds
+#: pointers into the strings of the items it was given, so they must outlive any menu drawn
+#: from them. A new list appears only when the robots are listed again (at each invoke).
+_ROBOT_ITEMS: list[tuple[tuple, list]] = []
+
+
+def _robot_name_items(self, context):
+    """One item per robot a name reaches (`kinema-nodes robots`): a library's robot that its
+    package has not fetched yet says so, and its tooltip gives the command that fetches it."""
+    from ..core.model.example_robots import named_robots
+
+    robots = named_robots()
+    for listed, items in _ROBOT_ITEMS:
+        if listed is robots:
+            return items
+    items = []
+    for robot in robots:
+        where = str(robot.path) if robot.path is not None else f"from {robot.source}'s cache"
+        if robot.cached:
+            items.append((robot.name, robot.name, f"{robot.source} ({robot.format}): {where}"))
+        else:
+            items.append((robot.name, f"{robot.name} (not fetched yet)",
+                          f"{robot.source} ({robot.format}), not fetched yet: {robot.fetch_hint}"))
+    _ROBOT_ITEMS.append((robots, items))
+    return items
+
+
+class KINEMA_OT_import_robot_by_name(ReportingOperator, bpy.types.Operator):
+    """Import a robot by its name: bundled, example-robot-data, robosuite, or a robot that robot_descriptions or mujoco-menagerie has fetched"""
+
+    bl_idname = "kinema.import_robot_by_name"
+    bl_label = "Import Robot by Name"
+    bl_property = "robot"
+    robot: bpy.props.EnumProperty(name="Robot", items=_robot_name_items,
+                                  description="The robot's name, as `kinema-nodes robots` lists it")
+    import_collision: bpy.props.BoolProperty(
+        name="Collision Geometry", default=True,
+        description="Also import the collision geometry (in a hidden collection)",
+    )
+
+    def invoke(self, context, event):
+        from ..core.model.example_robots import named_robots
+
+        named_robots.cache_clear()  # a library may have fetched a robot since the last list
+        context.window_manager.invoke_search_popup(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        return self.reported(lambda: self.import_named(context))
+
+    def import_named(self, context) -> str:
+        from ..blender.build import import_urdf
+        from ..core.model.loading import find_urdf
+        from ..core.solve import kernel_status
+        from .preferences import package_folders
+
+        # A library robot not fetched yet: find_urdf refuses it in one line that says how to fetch it.
+        path = find_urdf(self.robot)
+        kernel_status()  # as Import URDF: the compiled kernel loads beside the import, ready for the first drag
+        try:
+            rig_object = import_urdf(context, path, collision=self.import_collision, package_path=package_folders(context))
+        except KinemaError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- the importer has already removed what it made
+            raise KinemaError(f"Import of '{self.robot}' failed: {type(exc).__name__}: {exc}") from None
+        robot = rig.robot_for_rig(rig_object)
+        return f"Imported '{self.robot}' ({robot.name}): {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'"
 
 
 class KINEMA_OT_key_all_joints(RigOperator, bpy.types.Operator):
@@ -86,9 +157,10 @@ class KINEMA_OT_reset_joints(RigOperator, bpy.types.Operator):
 
 def _menu_import(self, context):
     self.layout.operator(KINEMA_OT_import_urdf.bl_idname, text="Robot (.urdf, .xacro, MuJoCo .xml)")
+    self.layout.operator(KINEMA_OT_import_robot_by_name.bl_idname, text="Robot by Name...")
 
 
-CLASSES = (KINEMA_OT_import_urdf, KINEMA_OT_key_all_joints, KINEMA_OT_reset_joints)
+CLASSES = (KINEMA_OT_import_urdf, KINEMA_OT_import_robot_by_name, KINEMA_OT_key_all_joints, KINEMA_OT_reset_joints)
 
 
 def register() -> None:

@@ -61,7 +61,10 @@ def scrub(bpy, rig, solver, frames) -> dict:
 
 def walk(robot, link, q, count, step, seed):
     """`count` configurations, each a small step (+- `step` rad on each chain joint) from the
-    last, inside the limits: every one is a pose the arm can reach from the one before."""
+    last, inside the limits: every one is a pose the arm can reach from the one before. Only the
+    moving joints move (and are kept off their limits): a held joint keeps its value, as on the
+    rig (a torso slide at its lower limit, clipped up with the rest, made the goal one the rig
+    cannot reach: tiago's 'out of reach' 2.75 mm, #29)."""
     rng = np.random.default_rng(seed)
     moving = set(robot.chain_joint_names(link)) - set(robot.held_joints(True))
     free = np.array([name in moving for name in robot.actuated_joint_names], dtype=float)
@@ -70,6 +73,6 @@ def walk(robot, link, q, count, step, seed):
     margin = np.minimum(0.05, 0.1 * (upper - lower))
     out = []
     for _ in range(count):
-        q = np.clip(q + free * rng.uniform(-step, step, robot.dof), lower + margin, upper - margin)
+        q = np.where(free > 0, np.clip(q + free * rng.uniform(-step, step, robot.dof), lower + margin, upper - margin), q)
         out.append(q.copy())
     return out

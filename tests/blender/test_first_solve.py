@@ -65,19 +65,22 @@ def test_add_ik_target_solves_on_the_first_frame_while_pyroki_compiles(blender):
     assert position <= TOL and rotation <= TOL, (position, rotation)
 
     assert _warming.wait_for_builds(timeout=600)
+    state, program = _warming.pyroki_state(robot, (link,))
+    # traced and exported in a child process fed the rig's URDF text, only loaded here (#29 item 1)
+    assert state == "ready" and program.build_route == "child", (state, program)
     # The build's end re-solves the live trees (blender/warming.py; its timer never fires in the
     # bpy module, so the test calls what it runs): PyRoki answers, without the control moving.
     from kinema_nodes.blender import warming
 
     warming._after_build()
     assert solver.summary.startswith("converged"), solver.summary
-    assert solver.backend_note == "", solver.backend_note
+    assert "compiling" not in solver.backend_note, solver.backend_note  # ready: at most the tracking-step note (#33)
     position, rotation = _tool_gap(bpy, rig, target)
     assert position <= TOL and rotation <= TOL, (position, rotation)
 
     control.location = (control.location[0] - 0.01, control.location[1], control.location[2] + 0.01)
     settle(bpy)
     assert solver.summary.startswith("converged"), solver.summary
-    assert solver.backend_note == ""  # PyRoki answers now: no note
+    assert "compiling" not in solver.backend_note  # PyRoki ready: tracking steps on the kernel say so (#33)
     position, rotation = _tool_gap(bpy, rig, target)
     assert position <= TOL and rotation <= TOL, (position, rotation)

@@ -112,7 +112,7 @@ def test_a_bad_preset_is_refused_with_one_line_naming_the_file(data, problem):
 def test_every_shipped_preset_reads(robots):
     names = {load_preset(path).name for path in SHIPPED.glob("*.json")}
     assert names == {"Reach with the tool", "7-DoF arm with elbow swivel", "Arm on a rail", "Dual arm",
-                     "Hand-off between two links", "Whole-body reach for a humanoid"}
+                     "Hand-off between two links", "Whole-body reach for a humanoid", "Pick and place", "Trace a curve", "Dual-arm hand-over"}
 
 
 # ---- in Blender ------------------------------------------------------------------------------

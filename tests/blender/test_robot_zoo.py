@@ -42,17 +42,18 @@ SLOW = (
     "finger_edu", "double_pendulum", "panda_collision", "so100", "robosuite_baxter", "robosuite_gr1",
     "robosuite_spot_arm", "robosuite_tiago", "robosuite_xarm7", "robosuite_jaco", "robosuite_iiwa", "robosuite_ur5e",
 )
-#: Open findings on the slow part of the zoo (measured 2026-12-03; see the closing note of that
-#: session). Each is a real miss, kept visible as a non-strict xfail rather than dropped.
+#: Open findings on the slow part of the zoo, each a real miss kept visible as a non-strict xfail
+#: rather than dropped. Fixed since the first measure (2026-12-03): tiago_dual and tiago_pro (3 runs
+#: in a row each), simple_humanoid and talos_reduced (a slide from the posture itself decides between
+#: the minima of a long redundant chain: core/solve/_kernel_maths.py `_settle_by_inputs`) and
+#: hextilt_flying_arm_5 (eight polish steps: core/solve/_polish.py); tests/core/test_frame_inputs_decide.py.
 OPEN = {
-    "tiago_no_hand": "#29: a reachable drag stops 2.75 mm short, read as 'out of reach' (the reach bound is too tight here)",
-    "robosuite_tiago": "#29: the first reachable drag stops 2.3 mm short, read as 'out of reach'",
-    "tiago_dual": "#29: a reachable drag on the 101-joint model stops 0.33 mm short over budget",
-    "tiago_pro": "#29 item 13 on a redundant chain: bake differs from playback by 2.6e-5 rad",
-    "simple_humanoid": "#29 item 13 on a humanoid chain: scrubbing directions differ by 0.43 rad (path dependence)",
-    "talos_reduced": "#29 item 13 on a humanoid chain: scrubbing directions differ by 0.075 rad (path dependence)",
-    "robosuite_ur5e": "#29: an interpolated keyed pose reads 'out of reach' 0.20 mm short",
-    "hextilt_flying_arm_5": "#29 item 13, 5 joints: a stop-short frame between keys, baked, differs from playback by 1.3e-5 rad",
+    "robosuite_ur5e": "#29: the keyed loop passes 0.2 mm outside the workspace at frame 15, where two of the arm's "
+                      "branches (0.41 rad apart at frame 14, in shoulder_pan and wrist_2) meet; the stop-short answer there "
+                      "is the same from both sides (1.2e-7 rad), but continuity then carries the arm onto the other "
+                      "branch, so frames 1-14 and 40 differ by up to 0.98 rad forward against backward (measured "
+                      "2026-12-04). Continuity cannot name 'the same branch' past the fold; a rule that picks it from the "
+                      "inputs would pop the arm elsewhere",
 }
 ZOO = [*QUICK, *(pytest.param(name, marks=[pytest.mark.slow, *([pytest.mark.xfail(reason=OPEN[name], strict=False)]
                                                                   if name in OPEN else [])]) for name in SLOW)]
@@ -102,6 +103,18 @@ def _summary(tree, solver) -> str:
     from kinema_nodes.session import readout_of
 
     return readout_of(tree, solver.name).get("summary", "")
+
+
+def _cold_misses(robot, link, control, start) -> bool:
+    """True when the cold search (`kinema-nodes solve --cold`: seeds over the joint ranges, here
+    for 300 ms) finds no configuration that puts `link` at the control's pose either."""
+    from kinema_nodes.core.model.rotations import matrix_to_quaternion
+    from kinema_nodes.core.solve import IKTarget, SolveOptions, solve
+
+    goal = np.array(control.matrix, dtype=float)
+    target = IKTarget(link, tuple(goal[:3, 3]), tuple(matrix_to_quaternion(goal[:3, :3])))
+    options = SolveOptions(backend="numpy", cold=True, held_joints=robot.held_joints(True), budget_ms=300.0)
+    return not solve(robot, target, start, options).converged
 
 
 @pytest.mark.parametrize("name", ZOO)
@@ -184,9 +197,13 @@ def test_a_new_user_s_first_ten_minutes(blender, name):
             scene.frame_set(frame)
             summary = _summary(tree, solver)
             # with fewer than 6 moving joints, a pose interpolated between two keys is in general
-            # off the poses the arm can reach: stopping short there is the right answer
-            assert summary.startswith("converged") or (underactuated and summary.startswith(
-                "did not converge: out of reach")), (frame, summary)
+            # off the poses the arm can reach: stopping short there is the right answer. With 6 or
+            # more, such a pose can still lie just outside (robosuite's UR5e: 0.20 mm at frame 15,
+            # where a 2 s cold search stops at the same 0.199 mm): out of reach is right there only
+            # if the cold search over the joint ranges finds nothing either.
+            assert summary.startswith("converged") or (frame not in keys and summary.startswith(
+                "did not converge: out of reach") and (underactuated or _cold_misses(robot, link, control, joints_of(rig)))), \
+                (frame, summary)
             seen.setdefault(frame, []).append(joints_of(rig))
     worst = max(float(np.max(np.abs(pose - poses[0]))) for poses in seen.values() for pose in poses)
     assert worst <= SCRUB_RAD, worst

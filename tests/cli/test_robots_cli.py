@@ -41,7 +41,7 @@ def test_robots_lists_every_bundled_example_robot_data_and_robosuite_robot():
 
 def test_every_name_reaches_its_file():
     for robot in named_robots():
-        if robot.path is not None:  # a library robot (path None) is fetched on first use: test_robot_libraries.py
+        if robot.path is not None:  # a library robot (path None) is read from its cache: test_robot_libraries.py
             assert find_urdf(robot.name) == robot.path
 
 

@@ -149,9 +149,9 @@ def test_kernel_jacobian_is_the_derivative_of_its_forward_kinematics(robots, nam
 
 
 def test_the_compiled_kernel_lives_in_the_kinema_cache_folder():
-    from kinema_nodes.core.solve import cache_root
+    from kinema_nodes.core.cache_folder import signed_folder
 
-    folder = cache_root() / "numba"
+    folder = signed_folder("numba")
     assert any(folder.rglob("*.nbi")), f"no numba cache index under {folder}"
 
 

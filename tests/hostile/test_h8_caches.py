@@ -101,3 +101,24 @@ def test_bit_flipped_exported_solver_is_rebuilt_once(tmp_path, monkeypatch, robo
     assert len(notes) == 1
     third = CompiledSolver(robot, (robot.tool_point,))
     assert third.from_disk
+
+
+def test_an_export_from_before_signing_is_rebuilt_quietly(tmp_path, capsys):
+    """An install from before cache signing wrote a plain SHA-256 under a header without
+    "hash": after the upgrade it is stale (removed, rebuilt), not reported as damaged."""
+    import hashlib
+    import json
+
+    from kinema_nodes.core.solve import _pyroki_program
+
+    layout = type("Layout", (), {"key_text": "arm6"})()
+    header = _pyroki_program._header(layout)
+    assert json.loads(header)["hash"] == "hmac-sha256"
+    old_header = json.dumps({k: v for k, v in json.loads(header).items() if k != "hash"}).encode() + b"\n"
+    payload = os.urandom(1000)
+    path = tmp_path / "exports" / "old.jaxexport"
+    path.parent.mkdir()
+    path.write_bytes(MAGIC + old_header + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    assert read_entry(path, MAGIC, header) is None
+    assert not path.exists()
+    assert capsys.readouterr().err == ""

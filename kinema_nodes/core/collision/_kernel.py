@@ -3,9 +3,12 @@ link, then every checked pair's signed distance, closest points and normal, in t
 and by the same formulas (segment to segment; segment to box by samples then golden-section
 steps; ground plane) as the NumPy form, so both give the same answers.
 
-Compiled on first use in the calling thread (never a background thread: a thread importing numba
-while Blender's module loads can deadlock, see `core.solve.wait_for_kernel_build`), cached on disk in the Kinema cache folder
-(`core.cache_folder.cache_root()`/numba); where numba is missing or `KINEMA_NO_NUMBA` is set, the NumPy
+Compiled on first use in the calling thread, unless `warming.warm_kernel` has run first: the solve kernel's build
+(`core.solve._kernel`, in its child process on a new machine, then in its background thread,
+which `core.solve.wait_for_kernel_build` keeps clear of Blender's module loading) warms this one
+too, so turning on Avoid Collisions does not stall the viewport for numba's compile (5-7 s on a
+new machine) or its cache load (0.6 s). Cached on disk in the Kinema cache folder
+(`core.cache_folder.signed_folder("numba")`); where numba is missing or `KINEMA_NO_NUMBA` is set, the NumPy
 form serves.
 """
 
@@ -416,13 +419,9 @@ def compiled():
     try:
         if os.environ.get("KINEMA_NO_NUMBA"):
             raise ImportError("KINEMA_NO_NUMBA is set")
-        from ..cache_folder import cache_root
+        import numba  # noqa: F401 - an ImportError here means the NumPy form serves
+        from ..numba_cache import njit as signed_njit  # signed disk cache: a planted pickle is never loaded
 
-        os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
-        import numba
-
-        if not getattr(numba.config, "CACHE_DIR", ""):
-            numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
         namespace = dict(globals())
         import types
 
@@ -432,7 +431,7 @@ def compiled():
             clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
             clone.__module__ = __name__
             clone.__qualname__ = original.__qualname__
-            namespace[name] = numba.njit(cache=True, nogil=True)(clone)
+            namespace[name] = signed_njit(clone, nogil=True)
         _compiled, _compiled_refine, _reason = namespace["pairs_kernel"], namespace["hull_refine"], None
     except Exception as exc:  # noqa: BLE001 - no numba, or a broken one: the NumPy form serves
         _compiled, _reason = None, f"numba could not be used ({type(exc).__name__}: {exc})"

@@ -22,6 +22,12 @@ class Avoid:
     #: An SRDF whose <disable_collisions> pairs replace the computed ones (None: the robot's own
     #: .srdf beside its URDF if there is one, else the computed pairs).
     srdf: str | None = None
+    #: Objects a grasp holds on this frame (`carried.CarriedObject`): they move with their link
+    #: and are kept clear of the world and of the robot's other links.
+    carried: tuple = ()
+    #: (link, obstacle name) pairs never checked: a gripper may touch the object it grasps, before
+    #: the grasp and after the release; the rest of the robot keeps clear of it.
+    touching: frozenset = frozenset()
 
 
 def check_avoid(avoid: Avoid) -> None:

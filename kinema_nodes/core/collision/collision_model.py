@@ -33,6 +33,15 @@ class CollisionModel:
     hull_local: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     piece_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
     link_pieces: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    #: What each capsule is called in the readouts, where that is not its link (a carried
+    #: object's capsules sit on the link that holds it but are named after the object); () for
+    #: the robot alone.
+    labels: tuple = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Each capsule's name in the readouts (C,): its label, else its link."""
+        return self.labels or self.links
 
     @property
     def link_set(self) -> tuple[str, ...]:

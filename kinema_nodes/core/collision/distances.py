@@ -8,7 +8,7 @@ below zero, and `Avoid.margin_m` is how far the solver keeps things apart when i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -54,6 +54,8 @@ def prepare_pairs(robot: RobotModel, avoid: Avoid) -> tuple[CollisionModel, Coll
     from .robot_capsules import collision_model
 
     model = collision_model(robot, avoid.srdf)
+    if avoid.carried:
+        return _with_carried(robot, model, avoid)
     cache = robot.cache("collision_kinematics")
     kin = cache.get(avoid.srdf)
     if kin is None:
@@ -61,6 +63,28 @@ def prepare_pairs(robot: RobotModel, avoid: Avoid) -> tuple[CollisionModel, Coll
         measure_pairs(robot, model, kin, Avoid(True, _PROBE_WORLD, 0.0, avoid.srdf), np.clip(np.zeros(robot.dof), robot.lower, robot.upper))
         cache[avoid.srdf] = kin  # the kernel compiled (or loaded from its cache) before any solve's clock runs
     return model, kin
+
+
+#: Collision models with carried objects a robot keeps (a grasp holds the same object the same
+#: way on every frame it lasts, so a shot needs a few).
+_CARRIED_KEPT = 8
+
+
+def _with_carried(robot: RobotModel, model: CollisionModel, avoid: Avoid) -> tuple[CollisionModel, CollisionKinematics]:
+    """The model with `avoid.carried` on it (`carried.with_carried`) and its kinematics, cached
+    with the robot by (SRDF, carried objects)."""
+    from .carried import with_carried
+
+    cache = robot.cache("carried_collision")
+    key = (avoid.srdf, avoid.carried)
+    got = cache.get(key)
+    if got is None:
+        if len(cache) >= _CARRIED_KEPT:
+            cache.pop(next(iter(cache)))
+        prepare_pairs(robot, replace(avoid, carried=()))  # the kernel compiled once, as for the robot alone
+        carried_model = with_carried(robot, model, avoid.carried)
+        got = cache[key] = (carried_model, CollisionKinematics(robot, carried_model))
+    return got
 
 
 #: Tests set this to run the NumPy form even where the numba one is built.
@@ -78,7 +102,7 @@ def _layout(model, kin, avoid: Avoid):
     if avoid.self_ and len(model.self_pairs):
         cap_a += model.self_pairs[:, 0].tolist()
         cap_b += model.self_pairs[:, 1].tolist()
-        names += [(model.links[x], model.links[y]) for x, y in model.self_pairs.tolist()]
+        names += [(model.names[x], model.names[y]) for x, y in model.self_pairs.tolist()]
         sets += [-3] * len(model.self_pairs)
     world = avoid.world
     moving = np.flatnonzero(model.moving)
@@ -89,13 +113,13 @@ def _layout(model, kin, avoid: Avoid):
                 for name, which in zip(arrays[table], arrays[set_table]):
                     cap_a.append(i)
                     cap_b.append(-1)
-                    names.append((model.links[i], name))
+                    names.append((model.names[i], name))
                     sets.append(which)
         if world.ground:
             for i in moving.tolist():
                 cap_a.append(i)
                 cap_b.append(-1)
-                names.append((model.links[i], GROUND))
+                names.append((model.names[i], GROUND))
                 sets.append(-2)
     cap_a = np.array(cap_a, dtype=np.int64)
     cap_b = np.array(cap_b, dtype=np.int64)
@@ -124,6 +148,7 @@ def measure_pairs(robot: RobotModel, model: CollisionModel, kin: CollisionKinema
     if run is None:
         pairs, frames, poses = _pairs_numpy(robot, model, kin, avoid, q)
         _refine(model, kin, avoid, pairs, poses, _kernel.hull_refine)
+        _allow_touching(kin, avoid, pairs)
         return pairs, frames
     cap_a, cap_b, names, moving, _ = _layout(model, kin, avoid)
     world = avoid.world.arrays if avoid.world is not None else _EMPTY_WORLD
@@ -142,7 +167,24 @@ def measure_pairs(robot: RobotModel, model: CollisionModel, kin: CollisionKinema
         normal, origins, axes, poses)
     pairs = Pairs(d, cap_a, point_a, cap_b, point_b, normal, names)
     _refine(model, kin, avoid, pairs, poses, _kernel.compiled_refine())
+    _allow_touching(kin, avoid, pairs)
     return pairs, (origins, axes)
+
+
+def _allow_touching(kin, avoid: Avoid, pairs: Pairs) -> None:
+    """The rows `avoid.touching` allows (a link and an obstacle it may touch: a gripper and the
+    object it grasps) measured as far apart, so they neither steer a solve nor count as a
+    collision; the rest of the robot still keeps clear of that obstacle."""
+    if not avoid.touching or not len(pairs.d):
+        return
+    key = (avoid.self_, avoid.world, "touching", avoid.touching, len(pairs.names))
+    mask = kin.layouts.get(key)
+    if mask is None:
+        mask = np.fromiter((name in avoid.touching for name in pairs.names), dtype=bool, count=len(pairs.names))
+        if len(kin.layouts) > 16:
+            kin.layouts.clear()
+        kin.layouts[key] = mask
+    pairs.d[mask] = np.inf
 
 
 #: Pairs whose capsules come this close (m, beyond the margin) are measured again on the links' hulls.
@@ -184,7 +226,7 @@ def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[Pairs, tuple, np.n
         cap_b.append(j)
         point_b.append(p2)
         normal.append(n)
-        names += [(model.links[x], model.links[y]) for x, y in zip(i, j)]
+        names += [(model.names[x], model.names[y]) for x, y in zip(i, j)]
     world = avoid.world
     moving = np.flatnonzero(model.moving)
     if world is not None and len(moving):
@@ -204,7 +246,7 @@ def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[Pairs, tuple, np.n
             cap_b.append(np.full(len(ri), -1))
             point_b.append(p2)
             normal.append(n)
-            names += [(model.links[x], arrays["caps_name"][w]) for x, w in zip(ri, wi)]
+            names += [(model.names[x], arrays["caps_name"][w]) for x, w in zip(ri, wi)]
         wb = len(arrays["box_half"])
         if wb:
             ri = np.repeat(moving, wb)
@@ -216,7 +258,7 @@ def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[Pairs, tuple, np.n
             cap_b.append(np.full(len(ri), -1))
             point_b.append(p - n * sdf[:, None])
             normal.append(n)
-            names += [(model.links[x], arrays["box_name"][w]) for x, w in zip(ri, wi)]
+            names += [(model.names[x], arrays["box_name"][w]) for x, w in zip(ri, wi)]
     if world is not None and world.ground and len(moving):
         za, zb = ca[moving, 2], cb[moving, 2]
         low = np.where((za <= zb)[:, None], ca[moving], cb[moving])
@@ -226,7 +268,7 @@ def _pairs_numpy(robot, model, kin, avoid: Avoid, q) -> tuple[Pairs, tuple, np.n
         cap_b.append(np.full(len(moving), -1))
         point_b.append(low * np.array([1.0, 1.0, 0.0]))
         normal.append(np.tile(np.array([0.0, 0.0, 1.0]), (len(moving), 1)))
-        names += [(model.links[x], GROUND) for x in moving]
+        names += [(model.names[x], GROUND) for x in moving]
     if not d_all:
         empty = np.zeros((0, 3))
         return Pairs(np.zeros(0), np.zeros(0, dtype=int), empty, np.zeros(0, dtype=int), empty, empty, []), (origins, axes), poses
@@ -248,3 +290,76 @@ def movable_rows(model: CollisionModel, kin: CollisionKinematics, avoid: Avoid, 
         rows_b = np.where((cap_b >= 0)[:, None], moved_by[kin.capsule_link[np.maximum(cap_b, 0)]], False)
         got = kin.layouts[key] = np.any(rows_a != rows_b, axis=1)
     return got
+
+
+class PairMeter:
+    """Each checked pair's distance at many configurations of one robot and `Avoid` (a planner
+    measures thousands): `measure_pairs`'s rows by the same kernels, without building its `Pairs`,
+    the kernels' arguments made once. Also the rows' capsule distances alone (before the hull
+    refinement near obstacles), which change no faster than the joints move the capsules."""
+
+    def __init__(self, robot: RobotModel, model: CollisionModel, kin: CollisionKinematics, avoid: Avoid):
+        self.robot, self.model, self.kin, self.avoid = robot, model, kin, avoid
+        self._lean_args = False
+
+    def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the rows' distances as `measure_pairs` gives them, the rows' capsule distances alone,
+        never above the first), touching pairs as +inf."""
+        lean = self._lean()
+        if lean is None:
+            from . import _kernel
+
+            pairs, _, poses = _pairs_numpy(self.robot, self.model, self.kin, self.avoid, q)
+            capsules = pairs.d.copy()
+            _refine(self.model, self.kin, self.avoid, pairs, poses, _kernel.hull_refine)
+            _allow_touching(self.kin, self.avoid, pairs)
+            capsules[np.isinf(pairs.d)] = np.inf
+            return pairs.d, capsules
+        run, refine, args, tail, buffers, refine_args, touching = lean
+        d, point_a, point_b, normal, poses = buffers
+        d = np.empty_like(d)
+        run(np.asarray(q, dtype=float), *args, d, point_a, point_b, normal, *tail, poses)
+        capsules = d
+        if refine_args is not None and len(d) and float(d.min()) < refine_args[-1]:
+            capsules = d.copy()
+            refine(poses, *refine_args, d, point_a, point_b, normal)
+        if touching is not None:
+            d[touching] = np.inf
+            capsules[touching] = np.inf
+        return d, capsules
+
+    def _lean(self):
+        """The kernels' arguments for this robot and `Avoid`, made once (None: the NumPy form runs)."""
+        if self._lean_args is not False:
+            return self._lean_args
+        from . import _kernel
+
+        run = None if FORCE_NUMPY else _kernel.compiled()
+        if run is None:
+            self._lean_args = None
+            return None
+        robot, model, kin, avoid = self.robot, self.model, self.kin, self.avoid
+        cap_a, cap_b, names, moving, (link_a, link_b, sets) = _layout(model, kin, avoid)
+        world = avoid.world.arrays if avoid.world is not None else _EMPTY_WORLD
+        count = len(cap_a)
+        self_pairs = model.self_pairs if avoid.self_ else _NO_PAIRS
+        args = (kin.steps_i, kin.steps_f, len(robot.links), kin.root, kin.capsule_link, model.a, model.b, model.radius,
+                self_pairs, moving, world["caps_a"], world["caps_b"], world["caps_r"], world["box_rot"], world["box_centre"],
+                world["box_half"], bool(avoid.world is not None and avoid.world.ground))
+        tail = (np.empty((kin.movable_count, 3)), np.empty((kin.movable_count, 3)))
+        buffers = (np.empty(count), np.empty((count, 3)), np.empty((count, 3)), np.empty((count, 3)),
+                   np.empty((len(robot.links), 4, 4)))
+        refine_args = None
+        if len(model.hull_local):
+            refine_args = (model.hull_local, model.piece_start, model.link_pieces, link_a, link_b, sets, world["set_points"],
+                           world["set_start"], world["set_radius"], avoid.margin_m + REFINE_WITHIN)
+        touching = None
+        if avoid.touching:
+            touching = np.fromiter((name in avoid.touching for name in names), dtype=bool, count=len(names))
+        self._lean_args = (run, _kernel.compiled_refine(), args, tail, buffers, refine_args, touching)
+        return self._lean_args
+
+
+def pair_layout(model, kin, avoid: Avoid):
+    """The rows `measure_pairs` reports for `avoid`: (capsule a, capsule b or obstacle, names, moving, hull sets)."""
+    return _layout(model, kin, avoid)

@@ -16,6 +16,12 @@ from .world import Box, Capsule, MeshObstacle, Sphere, World
 #: Largest obstacle file read, and most primitives in it.
 MAX_OBSTACLE_BYTES = 16 * 1024 * 1024
 MAX_OBSTACLES = 10_000
+#: Most mesh obstacles in one file, counted before any mesh is read: each is placed and fitted
+#: with capsules, so a file naming one large mesh thousands of times is refused up front.
+MAX_MESH_OBSTACLES = 256
+#: Most triangles over all mesh obstacles (a file's triangles times the obstacles naming it),
+#: checked after each distinct file is read once and before any is placed or fitted.
+MAX_OBSTACLE_TRIANGLES = 2_000_000
 #: Coordinates and sizes beyond this (metres) are a unit mix-up or junk.
 MAX_OBSTACLE_COORDINATE = 1.0e4
 PRIMITIVES = ("box", "sphere", "capsule", "mesh", "ground")
@@ -77,9 +83,30 @@ def _inside(path: Path, folder: Path) -> bool:
 def mesh_obstacle(source, where: str, filename, pose, name: str, base_dir: Path, scale=(1.0, 1.0, 1.0)) -> MeshObstacle:
     """A mesh obstacle read through the one hardened loader (`core.model.meshes.load_mesh`), from a
     file inside `base_dir` (no absolute path or `..` or link leading out of it)."""
-    from .capsule_fit import fit_capsules
+    real = _mesh_path(source, where, filename, base_dir)
+    return _placed_mesh(real, _load_mesh(source, where, real, filename, scale)[0], pose, name, scale)
+
+
+def _load_mesh(source, where: str, real: Path, filename, scale):
     from ..model.meshes import load_mesh_arrays
 
+    try:
+        return load_mesh_arrays(real, scale, source=source, filename=filename)
+    except RobotFileError as exc:
+        raise ObstacleFileError(source, f"{where}: {exc.problem}") from None
+
+
+def _placed_mesh(real: Path, vertices, pose, name: str, scale) -> MeshObstacle:
+    from .capsule_fit import fit_capsules
+
+    rotation, offset = quaternion_to_matrix(pose[3:]), np.asarray(pose[:3])
+    placed = vertices @ rotation.T + offset
+    capsules = tuple((tuple(a.tolist()), tuple(b.tolist()), float(r)) for a, b, r in fit_capsules(placed))
+    return MeshObstacle(str(real), pose, name, tuple(scale), capsules)
+
+
+def _mesh_path(source, where: str, filename, base_dir: Path) -> Path:
+    """The mesh file's real path, inside `base_dir` and existing (nothing is read)."""
     if not isinstance(filename, str) or not filename.strip() or "\x00" in filename or len(filename) > 4096:
         raise ObstacleFileError(source, f"{where}: mesh needs a file name")
     folder = Path(base_dir).resolve()
@@ -93,14 +120,29 @@ def mesh_obstacle(source, where: str, filename, pose, name: str, base_dir: Path,
                                         "meshes must lie inside it")
     if not real.exists():
         raise ObstacleFileError(source, f"{where}: mesh '{filename}' not found (looked in {folder})")
-    try:
-        vertices, _ = load_mesh_arrays(real, scale, source=source, filename=filename)
-    except RobotFileError as exc:
-        raise ObstacleFileError(source, f"{where}: {exc.problem}") from None
-    rotation, offset = quaternion_to_matrix(pose[3:]), np.asarray(pose[:3])
-    placed = vertices @ rotation.T + offset
-    capsules = tuple((tuple(a.tolist()), tuple(b.tolist()), float(r)) for a, b, r in fit_capsules(placed))
-    return MeshObstacle(str(real), pose, name, tuple(scale), capsules)
+    return real
+
+
+def _build_meshes(source, meshes: list, obstacles: list) -> None:
+    """Place the mesh obstacles (`meshes`: (slot in `obstacles`, where, real path, file name,
+    pose, name, scale)), within `MAX_MESH_OBSTACLES` and `MAX_OBSTACLE_TRIANGLES`: every
+    distinct (file, scale) is read once, and the total is checked before any is fitted."""
+    if len(meshes) > MAX_MESH_OBSTACLES:
+        raise ObstacleFileError(source, f"has {len(meshes)} mesh obstacles; refusing more than {MAX_MESH_OBSTACLES} "
+                                        "(each is placed and fitted with capsules)")
+    loaded: dict = {}
+    total = 0
+    for _, where, real, filename, _, _, scale in meshes:
+        key = (str(real), tuple(scale))
+        if key not in loaded:
+            loaded[key] = _load_mesh(source, where, real, filename, scale)
+        total += len(loaded[key][1])
+        if total > MAX_OBSTACLE_TRIANGLES:
+            raise ObstacleFileError(source, f"{where}: the mesh obstacles hold more than {MAX_OBSTACLE_TRIANGLES:,} triangles in all "
+                                            f"('{filename}' has {len(loaded[key][1]):,}, named by {sum(m[2] == real for m in meshes)} "
+                                            "obstacles); use fewer or simpler meshes")
+    for slot, _, real, _, pose, name, scale in meshes:
+        obstacles[slot] = _placed_mesh(real, loaded[(str(real), tuple(scale))][0], pose, name, scale)
 
 
 def world_from_dicts(items, base_dir, source="obstacles", ground: bool = False) -> World:
@@ -110,7 +152,7 @@ def world_from_dicts(items, base_dir, source="obstacles", ground: bool = False) 
         raise ObstacleFileError(source, f"needs a list of obstacles, got {type(items).__name__}")
     if len(items) > MAX_OBSTACLES:
         raise ObstacleFileError(source, f"has {len(items)} obstacles; refusing more than {MAX_OBSTACLES}")
-    obstacles, names = [], []
+    obstacles, names, meshes = [], [], []
     seen: dict[str, int] = {}
     for index, item in enumerate(items):
         where = f"obstacle {index + 1}"
@@ -143,7 +185,9 @@ def world_from_dicts(items, base_dir, source="obstacles", ground: bool = False) 
                 filename, pose, scale = spec, item.get("pose"), item.get("scale")
             scale = (1.0, 1.0, 1.0) if scale is None else _numbers(source, where, scale, 3, "scale")
             _positive(source, where, [abs(s) for s in scale], "scale")
-            obstacles.append(mesh_obstacle(source, where, filename, _pose(source, where, pose), name, Path(base_dir), scale))
+            real = _mesh_path(source, where, filename, Path(base_dir))
+            meshes.append((len(obstacles), where, real, filename, _pose(source, where, pose), name, scale))
+            obstacles.append(None)  # placed by `_build_meshes`, once the whole file is known
             names.append(name)
             continue
         if not isinstance(spec, dict):
@@ -170,6 +214,7 @@ def world_from_dicts(items, base_dir, source="obstacles", ground: bool = False) 
             _positive(source, where, radius, "radius")
             obstacles.append(Capsule(a, b, radius[0], name))
         names.append(name)
+    _build_meshes(source, meshes, obstacles)
     return World(tuple(obstacles), bool(ground), tuple(names))
 
 

@@ -49,6 +49,8 @@ class SolverStep:
     options: SolveOptions
     after_solver: tuple[str, ...]  # the stage nodes that follow the solver, in order
     hold_prismatic: bool
+    #: Plan Between Keys (issue #31): on, and something to avoid (it applies with Avoid Collisions)
+    plan_between_keys: bool = False
 
 
 @dataclass
@@ -285,16 +287,20 @@ def compiled_avoid(solver):
 
 def frame_avoid(step: SolverStep, inputs: FrameInputs):
     """What this frame's solve keeps clear of: the compiled settings with the frame's obstacle
-    world (`FrameInputs.values[solver]["world"]`, read where the frame is: Blender or a file).
+    world (`FrameInputs.values[solver]["world"]`, read where the frame is: Blender or a file)
+    and the objects a grasp holds on it (`["carried"]`, `core.collision.CarriedObject`s), and the
+    (link, obstacle) pairs allowed to touch (`["touching"]`: a gripper and what it grasps).
     None when there is nothing to avoid on this frame."""
     avoid = step.options.avoid
     if avoid is None:
         return None
-    world = (inputs.values.get(step.node) or {}).get("world")
-    if world is not None:
+    values = inputs.values.get(step.node) or {}
+    world, carried, touching = values.get("world"), values.get("carried"), values.get("touching")
+    if world is not None or carried or touching:
         from dataclasses import replace
 
-        avoid = replace(avoid, world=world)
+        avoid = replace(avoid, world=world if world is not None else avoid.world, carried=tuple(carried or ()),
+                        touching=frozenset(touching or ()))
     if not avoid.self_ and avoid.world is None:
         return None
     return avoid
@@ -316,6 +322,7 @@ def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
         if rig and rig not in robots and not problems.by_node.get(node.name):
             problems.add(node.name, f"'{rig}' is not an imported robot rig")
     link_switches = {n.name: link_switch(n) for n in spec.of_kind("link_switch")}
+    link_switches.update({n.name: tool_link(n) for n in spec.of_kind("tool")})
     steps: list[SolverStep] = []
     for solver in spec.of_kind("solver"):
         targets: list[TargetStep] = []
@@ -333,6 +340,9 @@ def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
             link_name = node.get("link") or robot.tool_point
             if link_name not in robot.links:
                 problems.add(node.name, f"link '{link_name}' is not a link of robot '{rig}'")
+            tool = spec.node(sources[0].from_node) if sources else None
+            if tool is not None and tool.kind == "tool" and tool.get("link") and tool.get("link") not in robot.links:
+                problems.add(tool.name, f"link '{tool.get('link')}' is not a link of robot '{rig}'")
             targets.append(TargetStep(node.name, link_name, sources[0].from_node if sources else None,
                                       float(node.get("position_weight", 1.0)), float(node.get("rotation_weight", 1.0))))
         if rig is None or rig not in robots or not targets:
@@ -350,7 +360,8 @@ def compile_program(spec: GraphSpec, robots: dict[str, RobotModel]) -> Program:
             avoid=compiled_avoid(solver),
         )
         steps.append(SolverStep(solver.name, rig, robots[rig], tuple(targets), backend, options,
-                                tuple(downstream_chain(spec, solver.name)), bool(solver.get("hold_prismatic", True))))
+                                tuple(downstream_chain(spec, solver.name)), bool(solver.get("hold_prismatic", True)),
+                                bool(solver.get("plan_between_keys", False)) and options.avoid is not None))
     groups = solver_groups(spec)
     loose = frozenset(n.name for n in spec.nodes) - frozenset().union(*groups.values())
     blocked = {}
@@ -409,5 +420,17 @@ def link_switch(node) -> Callable[..., str | None]:
             if at >= first:
                 chosen = link
         return chosen
+
+    return choose
+
+
+def tool_link(node) -> Callable[..., str | None]:
+    """A Tool node's Link output: the link it is mounted on at every frame (None: the IK Target's
+    own choice). Its offset is applied to the control's pose where the frame is read
+    (blender/path_moves.py), so the solver aims the link itself."""
+    link = node.get("link") or None
+
+    def choose(frame: float, value: float | None = None) -> str | None:
+        return link
 
     return choose

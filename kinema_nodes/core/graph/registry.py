@@ -57,6 +57,7 @@ NODES = (
     NodeKind("ik_target", "KinemaIKTargetNode", "IK Target", "Input", "ik_target",
              inputs=(("Robot", "Robot"), ("Link", "Link")), outputs=(("Target", "Target"),), icon="CON_KINEMATIC"),
     NodeKind("link_switch", "KinemaLinkSwitchNode", "Link Switch", "Input", "link_switch", outputs=(("Link", "Link"),), icon="LINKED"),
+    NodeKind("tool", "KinemaToolNode", "Tool", "Input", "tool", outputs=(("Link", "Link"),), icon="TOOL_SETTINGS"),
     NodeKind("solver", "KinemaSolverNode", "Solver", "Solve", "solver",
              inputs=(("Targets", "Target"), ("Obstacles", "Collection")), outputs=(("Solution", "Solution"),),
              multi_input=("Targets",), icon="SETTINGS"),
@@ -64,6 +65,9 @@ NODES = (
              inputs=(("Solution", "Solution"),), outputs=(("Solution", "Solution"),), stage="swivel", icon="DRIVER_ROTATIONAL_DIFFERENCE"),
     NodeKind("configuration", "KinemaConfigurationNode", "Configuration Select", "Solve", "configuration",
              inputs=(("Solution", "Solution"),), outputs=(("Solution", "Solution"),), stage="configurations", icon="MOD_ARRAY"),
+    NodeKind("gripper", "KinemaGripperNode", "Gripper", "Solve", "gripper",
+             inputs=(("Solution", "Solution"),), outputs=(("Solution", "Solution"),), stage="gripper", icon="HAND"),
+    NodeKind("grasp", "KinemaGraspNode", "Grasp", "Output", "grasp", inputs=(("Robot", "Robot"), ("Link", "Link")), icon="PINNED"),
     NodeKind("bake", "KinemaBakeNode", "Bake", "Output", "bake", inputs=(("Solution", "Solution"),), icon="KEYFRAME"),
     NodeKind("group", "KinemaGroupNode", "Group", "Group", "group", in_spec=False, icon="NODETREE"),
 )

@@ -8,16 +8,17 @@
   ... and likewise for the extra models of `robosuite_models`.
 - `robot_descriptions` (when installed): every description by its module name
   (`ur5e_description`, `panda_mj_description`, ...), listed from the package's own
-  `DESCRIPTIONS` table; the file is its module's `URDF_PATH` (or `MJCF_PATH`), which the package
-  clones into its cache (``~/.cache/robot_descriptions``, ``ROBOT_DESCRIPTIONS_CACHE``) on first use.
+  `DESCRIPTIONS` table; the file is its module's `URDF_PATH`, `MJCF_PATH` or `XACRO_PATH`, read
+  from the clone already in the package's cache (`robot_libraries`).
 - `mujoco-menagerie` (when installed): every model by its Menagerie name
   (`franka_emika_panda`, `universal_robots_ur5e`, ...) from `mujoco_menagerie.names()`; the file is
-  its default model's XML, `get(name).xml(default_model)`, which the package downloads into its
-  cache (``MENAGERIE_CACHE_DIR``, or a checkout at ``MENAGERIE_ROOT``) on first use.
+  its default model's XML, `get(name).xml(default_model)`, from the package's cache
+  (``MENAGERIE_CACHE_DIR``, or a checkout at ``MENAGERIE_ROOT``).
 
-Listing fetches nothing: robosuite's folders are found through its install location (its import
-pulls in a simulator), and the two libraries list from their tables; a library robot's file is
-fetched only when its name is used. `kinema-nodes robots` lists them.
+Nothing here fetches: robosuite's folders are found through its install location (its import
+pulls in a simulator), the two libraries list from their tables and are read only from what
+they have already fetched (a name not fetched yet is refused with the command that fetches it).
+`kinema-nodes robots` lists them all.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import RobotFileError
+from .robot_libraries import LibraryFile, menagerie_robots, robot_descriptions_robots
 
 #: short name -> path below example-robot-data's `robots/` folder (the names used since the start)
 EXAMPLE_ROBOTS = {
@@ -55,56 +56,11 @@ EXAMPLE_ROBOTS = {
 class NamedRobot:
     name: str
     source: str  # "bundled", "example-robot-data", "robosuite", "robosuite_models", "robot_descriptions", "mujoco-menagerie"
-    path: Path | None  # None: a library fetches the file when the name is first used (`fetch`)
+    path: Path | None  # None: a library robot, whose file is in its library's cache (`locate`) or not fetched yet
     format: str  # "urdf", "mjcf", "xacro"
-    fetch: Callable[[], Path] | None = None
-
-
-def _robot_descriptions() -> list[NamedRobot]:
-    """Every robot of `robot_descriptions`, from its `DESCRIPTIONS` table (importing a module clones)."""
-    try:
-        from robot_descriptions import DESCRIPTIONS
-    except Exception:  # noqa: BLE001  (not installed, or broken: the other robots still list)
-        return []
-    out = []
-    for name, description in sorted(DESCRIPTIONS.items()):
-        kind = "urdf" if description.has_urdf else "mjcf" if description.has_mjcf else None
-        if kind is not None:
-            out.append(NamedRobot(name, "robot_descriptions", None, kind, _fetch_description(name, kind)))
-    return out
-
-
-def _fetch_description(name: str, kind: str) -> Callable[[], Path]:
-    def fetch() -> Path:
-        import importlib
-
-        try:
-            module = importlib.import_module(f"robot_descriptions.{name}")
-        except Exception as exc:  # noqa: BLE001  (git or the network failed: say which robot and why, in one line)
-            raise RobotFileError(name, f"robot_descriptions could not fetch it: {' '.join(str(exc).split())[:300]}") from None
-        return Path(getattr(module, "URDF_PATH" if kind == "urdf" else "MJCF_PATH"))
-    return fetch
-
-
-def _menagerie() -> list[NamedRobot]:
-    """Every model of `mujoco-menagerie`, from `mujoco_menagerie.names()` (no I/O)."""
-    try:
-        import mujoco_menagerie
-    except Exception:  # noqa: BLE001
-        return []
-    return [NamedRobot(name, "mujoco-menagerie", None, "mjcf", _fetch_menagerie(name)) for name in mujoco_menagerie.names()]
-
-
-def _fetch_menagerie(name: str) -> Callable[[], Path]:
-    def fetch() -> Path:
-        import mujoco_menagerie
-
-        try:
-            robot = mujoco_menagerie.get(name)
-            return Path(robot.xml(robot.default_model))
-        except Exception as exc:  # noqa: BLE001  (download or cache errors: one line)
-            raise RobotFileError(name, f"mujoco-menagerie could not fetch it: {' '.join(str(exc).split())[:300]}") from None
-    return fetch
+    locate: Callable[[], LibraryFile] | None = None  # a library robot's cached file; one-line RobotFileError if not fetched
+    cached: bool = True  # False: a library robot not fetched yet (`fetch_hint` says how)
+    fetch_hint: str | None = None
 
 
 def example_robots_folder() -> Path | None:
@@ -181,18 +137,19 @@ def named_robots() -> tuple[NamedRobot, ...]:
             if name not in taken:
                 out.append(NamedRobot(name, package, path, "mjcf"))
                 taken.add(name)
-    for robot in (*_robot_descriptions(), *_menagerie()):
+    for robot in (*robot_descriptions_robots(), *menagerie_robots()):
         if robot.name not in taken:
-            out.append(robot)
+            out.append(NamedRobot(robot.name, robot.source, None, robot.format, robot.locate, robot.cached, robot.fetch_hint))
             taken.add(robot.name)
     return tuple(out)
 
 
 def example_robot(name: str) -> Path | None:
-    """Path of a robot from an installed data package by short name (a library robot is fetched
-    into its library's cache now, if it is not there yet), or None."""
+    """Path of a robot from an installed data package by short name, or None. A library robot is
+    read from its library's cache, never fetched: one `RobotFileError` line says how to fetch
+    one that is not there yet."""
     for robot in named_robots():
         if robot.name == name and robot.source != "bundled":
-            path = robot.path if robot.path is not None else robot.fetch()
+            path = robot.path if robot.path is not None else robot.locate().path
             return path if path.is_file() else None
     return None

@@ -20,6 +20,7 @@ from .example_robots import bundled_robots, example_robot
 from .file_checks import MAX_LINKS, MAX_NUMBER_TEXT, MAX_URDF_BYTES, finite_numbers, read_robot_file
 from .mesh_paths import mesh_refs
 from .packages import PackageSearchPath
+from .robot_libraries import library_file_options
 from .robot import KNOWN_TYPES, MOVABLE_TYPES, Joint, Mimic, RobotModel
 
 
@@ -30,8 +31,9 @@ MJCF_SUFFIXES = (".xml", ".mjcf")
 
 def find_urdf(name_or_path: str | Path) -> Path:
     """A path to a robot file (URDF, xacro or MJCF), or a robot's name: bundled, from
-    example-robot-data (`panda`, `ur5`, `so101`, `baxter`, ...) or robosuite (`robosuite_panda`,
-    ...) when installed. `kinema-nodes robots` lists the names."""
+    example-robot-data (`panda`, `ur5`, `so101`, `baxter`, ...), robosuite (`robosuite_panda`,
+    ...), robot_descriptions or mujoco-menagerie (from what they have fetched) when installed.
+    `kinema-nodes robots` lists the names."""
     import stat as _stat
 
     path = Path(name_or_path)
@@ -251,6 +253,11 @@ def load_robot(
     path = find_urdf(name_or_path)
     package_path = LOAD_DEFAULTS["package_path"] if package_path is None else package_path
     xacro_args = LOAD_DEFAULTS["xacro_args"] if xacro_args is None else xacro_args
+    library = library_file_options(path)
+    if library is not None:
+        # a robot_descriptions xacro: its module's arguments and package folders, the user's on top
+        package_path = (*package_path, *library.package_path)
+        xacro_args = {**library.xacro_args, **(xacro_args or {})}
     search = PackageSearchPath(declared=[Path(p) for p in package_path], robot_file=path)
     kind = robot_file_kind(path)
     if kind == "xacro":

@@ -269,6 +269,48 @@ def check_transform(transform, source, what: str) -> np.ndarray:
     return transform
 
 
+def _has_triangles(scene) -> bool:
+    return any(len(getattr(g, "faces", ())) for g in scene.geometry.values())
+
+
+def _collada_without_broken_materials(path: Path, source, what: str):
+    """The scene of a COLLADA file whose geometry trimesh dropped because a material it binds
+    did not load, read again without those bindings; None if that is not the reason.
+
+    Why: example-robot-data's ANYmal foot (`anymal_foot.dae`, in `anymal` and `anymal_kinova`)
+    binds a material whose texture names a surface the file never declares. pycollada skips the
+    broken material, and trimesh then drops the whole mesh node that binds it, so a readable
+    mesh came out empty. The parts keep the colours of the materials that did load."""
+    import io
+
+    import collada
+    import trimesh
+    from collada.common import DaeBrokenRefError, DaeError, DaeUnsupportedError
+
+    from .xml_reading import parse_xml, read_xml_file
+
+    with open(path, "rb") as handle:
+        if handle.read(4) == _ZIP_MAGIC:
+            return None
+    data = read_xml_file(path, MAX_MESH_BYTES, "mesh", source)
+    try:
+        loaded = {m.id for m in collada.Collada(io.BytesIO(data), ignore=[DaeBrokenRefError, DaeUnsupportedError, DaeError]).materials}
+    except Exception:  # noqa: BLE001  (pycollada cannot read it at all: the first read's verdict stands)
+        return None
+    from lxml import etree
+
+    root = parse_xml(data, source, what)
+    dropped = 0
+    for bound in list(root.iter("{*}instance_material")):
+        if bound.get("target", "").lstrip("#") not in loaded:
+            bound.getparent().remove(bound)
+            dropped += 1
+    if not dropped:
+        return None
+    scene = trimesh.load(io.BytesIO(etree.tostring(root)), file_type="dae", force="scene", process=False)
+    return scene if _has_triangles(scene) else None
+
+
 def load_mesh(path: str | Path, scale=(1.0, 1.0, 1.0), source: str | Path | None = None,
               filename: str | None = None) -> MeshArrays:
     """The one mesh loader: triangles of a mesh file in metres, each part placed by its own
@@ -304,6 +346,8 @@ def load_mesh(path: str | Path, scale=(1.0, 1.0, 1.0), source: str | Path | None
     try:
         # From the path, not the bytes: OBJ and glTF name side files (materials, buffers).
         scene = trimesh.load(str(path), file_type=suffix[1:], force="scene", process=False)
+        if suffix in _XML_FORMATS and not _has_triangles(scene):
+            scene = _collada_without_broken_materials(path, source, what) or scene
     except RobotFileError:
         raise
     except (Exception, RecursionError) as exc:  # noqa: BLE001  (trimesh and pycollada raise many kinds on junk)

@@ -27,6 +27,12 @@ MAX_INCLUDES = 500
 #: Largest included MJCF file.
 MAX_INCLUDE_BYTES = 32 * 1024 * 1024
 
+#: Most height-field samples (nrow x ncol, summed over the model) and texture pixels MuJoCo may
+#: allocate, checked from the attributes and from the files' headers before MuJoCo compiles: a
+#: `<hfield nrow="100000" ncol="100000">` asks it for 40 GB. 4096 x 4096 samples is 64 MB of floats.
+MAX_HFIELD_SAMPLES = 4096 * 4096
+MAX_TEXTURE_PIXELS = 64 * 1024 * 1024
+
 _TEXTURE_FILES = ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback")
 _ASSET_FOLDER = {"mesh": "meshdir", "skin": "meshdir", "hfield": "meshdir", "texture": "texturedir", "model": None}
 
@@ -101,6 +107,68 @@ def check_mjcf_files(path: str | Path, search=None) -> list[Path]:
         root = parse_xml(read_xml_file(current, MAX_INCLUDE_BYTES, what, source=path), path, what)
         roots.append(root)
         pending.extend((None, element.get("file")) for element in root.iter("include") if element.get("file"))
+    files = {}
     for tag, attribute, name, joined in _named_files(roots, _compiler_folders(roots)):
-        inside(joined, f"<{tag} {attribute}>")
+        files[(tag, attribute, name)] = inside(joined, f"<{tag} {attribute}>")
+    _check_sizes(path, roots, files)
     return included
+
+
+def _whole(path, text, what: str) -> int:
+    try:
+        values = [int(v) for v in str(text).split()]
+    except ValueError:
+        raise RobotFileError(path, f"MJCF {what} '{str(text)[:40]}' is not a whole number") from None
+    if len(values) != 1 or values[0] < 0:
+        raise RobotFileError(path, f"MJCF {what} '{str(text)[:40]}' is not a whole number")
+    return values[0]
+
+
+def _image_size(real: Path, binary_ok: bool) -> tuple[int, int] | None:
+    """(columns, rows) from a PNG's header or MuJoCo's custom height-field file (int32 nrow,
+    ncol), read from the first 24 bytes only; None when it is neither (MuJoCo then says so)."""
+    try:
+        with open(real, "rb") as handle:
+            head = handle.read(24)
+    except OSError:
+        return None
+    if head.startswith(b"\x89PNG\r\n\x1a\n") and len(head) >= 24:
+        return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    if binary_ok and len(head) >= 8 and not real.suffix.lower() == ".png":
+        rows, columns = int.from_bytes(head[0:4], "little", signed=True), int.from_bytes(head[4:8], "little", signed=True)
+        return (max(columns, 0), max(rows, 0))
+    return None
+
+
+def _check_sizes(path: Path, roots, files: dict) -> None:
+    """Height fields and textures within `MAX_HFIELD_SAMPLES` and `MAX_TEXTURE_PIXELS`, counted
+    from their attributes and file headers, before MuJoCo allocates them."""
+    samples = pixels = 0
+    for root in roots:
+        for element in root.iter("hfield", "texture"):
+            tag = element.tag
+            name = element.get("name") or element.get("file") or "(unnamed)"
+            if tag == "hfield":
+                rows, columns = (_whole(path, element.get(key, "0"), f"<hfield {key}>") for key in ("nrow", "ncol"))
+                if element.get("file") and (tag, "file", element.get("file")) in files:
+                    size = _image_size(files[(tag, "file", element.get("file"))], binary_ok=True)
+                    if size is not None:
+                        columns, rows = size
+                samples += rows * columns
+                if samples > MAX_HFIELD_SAMPLES:
+                    raise RobotFileError(path, f"MJCF <hfield name=\"{name[:60]}\"> of {rows} x {columns} samples takes the model's "
+                                               f"height fields over {MAX_HFIELD_SAMPLES:,} samples; refused")
+            else:
+                width, height = (_whole(path, element.get(key, "0"), f"<texture {key}>") for key in ("width", "height"))
+                area = width * max(height, 1) if element.get("builtin") not in (None, "none") else 0
+                for attribute in _TEXTURE_FILES:
+                    key = (tag, attribute, element.get(attribute))
+                    if element.get(attribute) and key in files:
+                        size = _image_size(files[key], binary_ok=False)
+                        area += size[0] * size[1] if size else 0
+                if element.get("type") in ("cube", "skybox") and element.get("builtin") not in (None, "none"):
+                    area *= 6
+                pixels += area
+                if pixels > MAX_TEXTURE_PIXELS:
+                    raise RobotFileError(path, f"MJCF <texture name=\"{name[:60]}\"> takes the model's textures over "
+                                               f"{MAX_TEXTURE_PIXELS:,} pixels; refused")

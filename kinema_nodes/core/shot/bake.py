@@ -155,6 +155,11 @@ class BakeReport:
     clearance: list = field(default_factory=list)
     margin_m: float | None = None
     in_collision: dict[int, list[str]] = field(default_factory=dict)
+    #: Plan Between Keys: the frames a plan keyed instead of the per-frame IK (not counted as
+    #: converged or not: their pose is the plan's, not a solve's), and one row per key segment
+    #: (`segment_rows`): first, last, mode, least clearance (m), flag.
+    planned: list[int] = field(default_factory=list)
+    segments: list[dict] = field(default_factory=list)
 
     @property
     def flagged(self) -> list[int]:
@@ -200,6 +205,7 @@ class BakeReport:
             "clearance": [None if c is None or not np.isfinite(c) else float(c) for c in self.clearance],
             "margin_m": self.margin_m, "min_clearance_m": self.min_clearance_m,
             "in_collision": {str(k): v for k, v in self.in_collision.items()},
+            "planned": self.planned, "segments": self.segments,
         }
 
     @classmethod
@@ -213,7 +219,21 @@ class BakeReport:
                    {int(k): list(v) for k, v in data.get("too_fast", {}).items()}, [int(f) for f in data.get("flips", [])],
                    [None if c is None else float(c) for c in data.get("clearance", [])],
                    None if data.get("margin_m") is None else float(data["margin_m"]),
-                   {int(k): list(v) for k, v in data.get("in_collision", {}).items()})
+                   {int(k): list(v) for k, v in data.get("in_collision", {}).items()},
+                   [int(f) for f in data.get("planned", [])], [dict(r) for r in data.get("segments", [])])
+
+
+def segment_rows(segments) -> list[dict]:
+    """The bake report's segment rows from Plan Between Keys' segments ((first frame, last frame,
+    `core.plan.SegmentPlan` or None while pending) each), JSON-ready: a least clearance that was
+    not measured (a per-frame segment) is None."""
+    rows = []
+    for first, last, plan in segments:
+        least = None if plan is None or not np.isfinite(plan.least_clearance_m) else float(plan.least_clearance_m)
+        rows.append({"first": int(first), "last": int(last),
+                     "mode": "pending" if plan is None else plan.mode, "least_clearance_m": least,
+                     "flag": (plan.flag or None) if plan is not None else None})
+    return rows
 
 
 def arm_reach(robot: RobotModel, link: str) -> float:
@@ -237,6 +257,7 @@ def check_bake(
     limit_margin: float = LIMIT_MARGIN,
     flip_min_jump: float = FLIP_MIN_JUMP,
     flip_ratio: float = FLIP_RATIO,
+    segments: Sequence[dict] = (),
 ) -> BakeReport:
     """Flag frames: not converged; a solved joint within `limit_margin` of its range from a limit;
     a solved joint faster than its limit (`velocity_limits`, rad/s or m/s; the URDF's by default;
@@ -244,23 +265,30 @@ def check_bake(
     A frame where the target link changes (a hand-off) is not checked for flips. A bake that
     avoided collisions has each frame's answer measured against what that frame avoided
     (`core.collision.clearance`, the final joints, after any stage), and a frame where
-    something overlaps is flagged with the pair."""
+    something overlaps is flagged with the pair. `segments` (`segment_rows`): the frames of a
+    planned segment are reported as planned, not by their per-frame solve's convergence."""
     robot = solution.robot
     frames = solution.frames.astype(int)
     q = solution.joints
     active = solution.active
     names = robot.actuated_joint_names
     count = len(frames)
+    planned = np.zeros(count, dtype=bool)
+    for row in segments:
+        if row["mode"] == "planned":
+            planned |= (frames >= row["first"]) & (frames <= row["last"])
     report = BakeReport(
         frames=count,
-        converged=int(solution.converged.sum()),
+        converged=int((np.asarray(solution.converged, dtype=bool) & ~planned).sum()),
         # inf when some frame could not be solved at all (no usable control, unknown link)
         max_position_error=float(solution.position_error.max(initial=0.0)),
         max_rotation_error=float(solution.rotation_error.max(initial=0.0)),
     )
     if count == 0:
         return report
-    report.not_converged = [int(f) for f in frames[~np.asarray(solution.converged, dtype=bool)]]
+    report.not_converged = [int(f) for f in frames[~np.asarray(solution.converged, dtype=bool) & ~planned]]
+    report.planned = [int(f) for f in frames[planned]]
+    report.segments = [dict(row) for row in segments]
     _check_clearance(solution, report)
 
     span = robot.upper - robot.lower

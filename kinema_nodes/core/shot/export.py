@@ -413,7 +413,11 @@ def mujoco_qpos(trajectory: Trajectory, model_path: str | Path) -> dict:
         raise KinemaError("the mujoco export needs mujoco: pip install mujoco") from None
     model_path = Path(model_path)
     if not model_path.is_file():
-        raise KinemaError(f"--model '{model_path}' does not exist")
+        what = "is not a regular file (a folder, pipe, device or socket)" if model_path.exists() else "does not exist"
+        raise KinemaError(f"--model '{model_path}' {what}")
+    from ..model.mjcf_files import check_mjcf_files
+
+    check_mjcf_files(model_path)  # the folder rule and the size caps, before MuJoCo reads or allocates anything
     try:
         model = mujoco.MjModel.from_xml_path(str(model_path))
     except Exception as exc:  # MuJoCo raises ValueError with its compiler's message

@@ -20,24 +20,25 @@ from ._entry import PreparedSolve, batch_unavailable, prepare, pyroki_available,
 from ._bench import run_benchmark
 from ._cache import DEFAULT_LRU_SIZE, cache_root
 from ._chain import TargetChain, problem_for
-from ._kernel import kernel_status, kernel_summary, wait_for_kernel_build
-from ._numpy_backend import descend_batch
+from ._entry import TRACKING_NOTE
+from ._kernel import kernel_building, kernel_status, kernel_summary, wait_for_kernel_build
+from ._numpy_backend import descend_batch, restart_count
 from ._poses import PoseSolutions, solve_poses
 from ._types import MAX_TARGET_DISTANCE_M, REASONS, IKTarget, SolveOptions, SolveResult, check_start, check_targets, converged
 from ._warming import add_listener as on_pyroki_built, remove_listener as stop_on_pyroki_built, wait_for_builds as wait_for_pyroki
 from ._warming import building as _pyroki_building
-from ._kernel import kernel_building as _kernel_building
 
 
 def compiling_in_background() -> bool:
     """True while a solver compiles in a background thread here (a PyRoki program, or the NumPy
     kernel's first build): a live frame answered meanwhile shares the interpreter with it, so its
     time is not the rig's (the live budget does not count it)."""
-    return _pyroki_building() or _kernel_building()
+    return _pyroki_building() or kernel_building()
 
 
 __all__ = [
     "DEFAULT_LRU_SIZE",
+    "restart_count",
     "MAX_TARGET_DISTANCE_M",
     "PoseSolutions",
     "PreparedSolve",
@@ -53,7 +54,9 @@ __all__ = [
     "compiling_in_background",
     "converged",
     "descend_batch",
+    "kernel_building",
     "kernel_status",
+    "TRACKING_NOTE",
     "kernel_summary",
     "on_pyroki_built",
     "stop_on_pyroki_built",

@@ -21,7 +21,7 @@ from ._blas import single_threaded_blas
 from ._chain import problem_for
 from ._frame import FrameSolve, solve_frame
 from ._kernel import BRANCH_JUMP, kernel_status
-from ._numpy_backend import lm_run, solve_numpy
+from ._numpy_backend import cold_batches, lm_run, solve_numpy
 from ._contract import _finish, _within
 from ._polish import polish
 from ._reach_bound import short_of_reach
@@ -117,7 +117,7 @@ def _reason(robot, problem, q, converged: bool, over_budget: bool) -> str:
 
 def solve(
     robot, targets: IKTarget | Sequence[IKTarget], start: np.ndarray, options: SolveOptions | None = None, *,
-    keep_branch: bool = True,
+    keep_branch: bool = True, search_share: float = 1.0,
 ) -> SolveResult:
     """Joint values that put each target link at its pose, starting from `start`.
 
@@ -125,7 +125,9 @@ def solve(
     converged=False. Raises `KinemaError` for a malformed request (NaN, zero quaternion,
     unknown link or joint, wrong start length). A warm solve keeps the branch the start is on
     (core/solve/_continuation.py); `keep_branch=False` is for a search whose start is only a
-    seed (a random one), where landing far from it is no branch change to undo.
+    seed (a random one), where landing far from it is no branch change to undo. A warm solve
+    that misses searches as `cold` does, for `search_share` of the budget (0: not at all), so the
+    default start never loses to a cold solve.
     """
     t0 = time.perf_counter()
     options = DEFAULT_OPTIONS if options is None else options
@@ -137,10 +139,18 @@ def solve(
         result = solve_frame(robot, targets, start, options, t0)  # one compiled call (core/solve/_frame.py)
         if result is not None:
             return result
+    return _solve_past_frame(robot, targets, start, options, t0, keep_branch, search_share)
+
+
+def _solve_past_frame(robot, targets, start, options: SolveOptions, t0: float, keep_branch: bool = True,
+                      search_share: float = 1.0) -> SolveResult:
+    """`solve` after the compiled frame call missed (or was not asked): the general path. A live
+    frame whose own frame call just missed comes here directly, so that the same descent is not
+    run a second time before the restarts (#33: it doubled the cost of every missed frame)."""
     if options.backend == "numpy" and kernel_status()[0] == "numba":  # no BLAS call on this path
-        return _solve(robot, targets, start, options, t0, keep_branch)
+        return _solve(robot, targets, start, options, t0, keep_branch, search_share)
     with single_threaded_blas():
-        return _solve(robot, targets, start, options, t0, keep_branch)
+        return _solve(robot, targets, start, options, t0, keep_branch, search_share)
 
 
 def _checked(robot, targets, start, options: SolveOptions):
@@ -164,7 +174,8 @@ def _checked(robot, targets, start, options: SolveOptions):
     return target_arrays, start, problem
 
 
-def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch: bool = True) -> SolveResult:
+def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch: bool = True,
+           search_share: float = 1.0) -> SolveResult:
     if options.avoid is not None:  # solve_many's frame-by-frame path
         from ._avoiding import solve_avoiding
 
@@ -173,7 +184,11 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch:
     backend, fallback_reason = _choose_backend(options, robot, len(problem.free))
     if _beyond_reach(robot, problem, target_arrays):
         return _stop_short(robot, problem, start, target_arrays, options, t0, backend, fallback_reason)
+    from ._posture import posture_argument
+
     q_raw = None
+    #: the clock the budget runs on: time PyRoki spent failing before a fallback is not the fallback's
+    budget_t0 = t0
     if backend == "pyroki" and len(problem.free):
         from ._pyroki_backend import solve_pyroki
 
@@ -185,28 +200,72 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch:
             from ._warming import failure_reason
 
             backend, fallback_reason = "numpy", failure_reason(exc)
+            budget_t0 = time.perf_counter()
     errors = None
     settled = False
     if q_raw is None:
-        from ._posture import posture_argument
-
         backend = "numpy"
         q_raw, errors, iterations, _, over_budget, settled = solve_numpy(
-            problem, start, target_arrays, options, t0, posture_argument(problem, target_arrays.weights, options.posture))
+            problem, start, target_arrays, _budget_options(options, budget_t0, t0), t0,
+            posture_argument(problem, target_arrays.weights, options.posture), batches=cold_batches(options.budget_ms))
     result = _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
                        fallback_reason, settled=settled, keep_branch=keep_branch)
     if backend == "pyroki" and not result.converged and not options.cold:
         # A warm float32 descent stuck beside a singularity or a limit (the arm left stretched by
         # a drag out of reach) where NumPy's restarts get through: a reachable goal converges.
-        from ._posture import posture_argument
-
+        # PyRoki's time here is not charged to NumPy's budget.
+        budget_t0 = time.perf_counter()
         q_raw, errors, iterations, _, over_budget, settled = solve_numpy(
-            problem, start, target_arrays, options, t0, posture_argument(problem, target_arrays.weights, options.posture))
+            problem, start, target_arrays, _budget_options(options, budget_t0, t0), t0,
+            posture_argument(problem, target_arrays.weights, options.posture), batches=cold_batches(options.budget_ms))
         retried = _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget,
                             "numpy", PYROKI_STUCK, settled=settled, keep_branch=keep_branch)
         if retried.converged:
             return retried
+    if not result.converged and not options.cold and search_share > 0:
+        searched = _search_on_miss(robot, problem, start, target_arrays, options, t0, budget_t0, search_share, result)
+        if searched is not None:
+            return searched
     return result
+
+
+#: The most a warm miss searches (ms), whatever the budget: a bake's budget is seconds a frame,
+#: and a stretch the arm cannot reach would otherwise search that long on every frame of it
+#: (10 s a frame seen in a Blender bake, 60 s in the CLI's). `--cold` keeps the whole budget.
+SEARCH_ON_MISS_CAP_MS = 300.0
+#: The note of a warm solve that missed and the cold search (the seeds of `--cold`) answered.
+SEARCHED_ON_MISS = "the descent from the start missed; the cold search over the joint ranges answered"
+
+
+def _budget_options(options: SolveOptions, budget_t0: float, t0: float, share: float = 1.0) -> SolveOptions:
+    """`options` with the budget measured from `budget_t0` rather than from `t0` (the solve's own
+    clock, which the NumPy backend reads its deadline from): the time spent before `budget_t0` (a
+    PyRoki program failing or stalling) is not charged. `share` of the budget only."""
+    budget = options.budget_ms * share + (budget_t0 - t0) * 1000.0
+    return options if budget == options.budget_ms else replace(options, budget_ms=budget)
+
+
+def _search_on_miss(robot, problem, start, target_arrays, options, t0, budget_t0, share, missed) -> SolveResult | None:
+    """A warm solve that missed (its descent and one batch of restarts) gets what `--cold` gets:
+    the cold search over the joint ranges, led by the start, for the rest of its budget (`share`
+    of it: the live rig leaves room for the frame; never more than SEARCH_ON_MISS_CAP_MS). A reachable goal converges from the default
+    start whenever it does cold; the answer is None when the search found nothing either, and
+    the warm answer stands (the arm follows as near as it can: a closer miss elsewhere is another
+    branch), its reason now said with the search tried."""
+    from ._posture import posture_argument
+
+    cold = replace(options, cold=True, budget_ms=min(options.budget_ms * share, SEARCH_ON_MISS_CAP_MS))
+    q_raw, errors, iterations, converged, _, settled = solve_numpy(
+        problem, start, target_arrays, _budget_options(cold, budget_t0, t0), t0,
+        posture_argument(problem, target_arrays.weights, options.posture), batches=cold_batches(cold.budget_ms))
+    if not converged:
+        return None
+    found = _complete(robot, problem, start, target_arrays, cold, t0, q_raw, errors, iterations + missed.iterations, False,
+                      "numpy", missed.fallback_reason or SEARCHED_ON_MISS, settled=settled)
+    if not found.converged:
+        return None
+    found.ms = (time.perf_counter() - t0) * 1000.0
+    return found
 
 
 #: The note of a warm PyRoki solve that did not converge and NumPy's restarts answered instead.
@@ -420,6 +479,13 @@ def _scan_chunk_results(robot, problem, current, frames: list[TargetArrays], fra
     return results, None
 
 
+#: A live frame that missed searches for this share of its budget: the readout and the pause count
+#: the whole frame against the budget (the ordinary tracking step never searches: it converges).
+LIVE_SEARCH_SHARE = 0.5
+#: What a live PyRoki rig's readout says on a frame the compiled NumPy frame call answered.
+TRACKING_NOTE = "a tracking step, on the compiled kernel (PyRoki answers restarts and branch changes)"
+
+
 class PreparedSolve:
     """The every-frame solve with the checks done once: the link set, options, held joints and
     kernel chain are checked and built here; `solve` then makes one compiled call (the number
@@ -443,12 +509,18 @@ class PreparedSolve:
         #: live: the PyRoki program still compiling (`_warming`); the NumPy kernel answers until it is ready
         self.warming = None
         self.note = None
+        #: the share of the budget a live miss may search (the frame must stay within the budget)
+        self.search_share = LIVE_SEARCH_SHARE if live else 1.0
         self.live_pyroki = live and backend == "pyroki" and len(self.problem.free) > 0
         if self.live_pyroki:
             if self._poll_pyroki():
                 backend = "numpy"
         self.fast = backend == "numpy" and options.avoid is None and len(self.problem.free) > 0
-        if self.fast:
+        #: live PyRoki, once ready: an ordinary tracking step is answered by the same compiled frame
+        #: call as NumPy (#33: PyRoki's one solve is a JAX dispatch costing ~10x the whole frame);
+        #: a frame that call misses (restarts, a branch change, out of reach) is PyRoki's
+        self.track = self.live_pyroki and options.avoid is None
+        if self.fast or self.track:
             from ._posture import redundancy
 
             self.frame = FrameSolve(self.problem, self.weights, options, redundancy(self.problem, self.weights) > 0)
@@ -466,16 +538,21 @@ class PreparedSolve:
         self.note = compiling_reason(what) if state == "compiling" else failure_reason(what)
         return True
 
-    def _general(self, positions, wxyz, start, options) -> SolveResult:
+    def _general(self, positions, wxyz, start, options, frame_missed: bool = False) -> SolveResult:
         """`solve`; on the NumPy backend, with the note, while PyRoki is not ready (live). A
         PyRoki program dropped from memory since (the LRU of compiled solvers) is rebuilt in the
-        background too, never on this thread."""
+        background too, never on this thread. `frame_missed`: this frame's compiled call has just
+        run and missed, so `solve`'s own would miss the same way: it is skipped."""
         if self.note is None and self.live_pyroki:
             self._poll_pyroki()
-        if self.note is None:
-            return solve(self.robot, self.goals(positions, wxyz), start, _options(options))
-        result = solve(self.robot, self.goals(positions, wxyz), start, replace(_options(options), backend="numpy"))
-        result.fallback_reason = result.fallback_reason or self.note
+        options = _options(options) if self.note is None else replace(_options(options), backend="numpy")
+        goals = self.goals(positions, wxyz)
+        if frame_missed and options.avoid is None:
+            result = _solve_past_frame(self.robot, goals, start, options, time.perf_counter(), search_share=self.search_share)
+        else:
+            result = solve(self.robot, goals, start, options, search_share=self.search_share)
+        if self.note is not None:
+            result.fallback_reason = result.fallback_reason or self.note
         return result
 
     def goals(self, positions, wxyz) -> list[IKTarget]:
@@ -499,7 +576,47 @@ class PreparedSolve:
             result = self.frame.solve(positions, wxyz, start, posture, t0, self.note)
             if result is not None:
                 return result
+            return self._general(positions, wxyz, start, options, frame_missed=True)
+        if self.track:
+            result = self.frame.solve(positions, wxyz, start, posture, t0, TRACKING_NOTE)
+            if result is not None:
+                return result
         return self._general(positions, wxyz, start, options)
+
+
+    def solve_many(self, positions, wxyz, start) -> tuple[np.ndarray, np.ndarray]:
+        """`solve` on many frames, each from the answer before (the first from `start`), as a
+        bake solves them: positions (N, T, 3) and wxyz (N, T, 4). Returns (joints (N, n),
+        converged (N,)), the same as `solve` frame by frame. On the NumPy backend the frames go
+        through the compiled kernel in one call (`FrameSolve.sweep`), back in Python only for a
+        frame the general path must answer; elsewhere, `solve` frame by frame."""
+        count = len(positions)
+        if count == 0:
+            return np.empty((0, self.robot.dof)), np.zeros(0, dtype=bool)
+        positions = np.ascontiguousarray(np.asarray(positions, dtype=float).reshape(count, -1))
+        wxyz = np.ascontiguousarray(np.asarray(wxyz, dtype=float).reshape(count, -1))
+        joints = np.empty((count, self.robot.dof))
+        converged = np.zeros(count, dtype=bool)
+        current = np.array(start, dtype=float)
+        compiled = self.fast and self.warming is None
+        row = 0
+        while row < count:
+            if compiled:
+                stop = self.frame.sweep(positions, wxyz, current, self.options.posture, row, joints)
+                if stop is None:
+                    compiled = False
+                else:
+                    converged[row:stop] = True
+                    if stop > row:
+                        current = joints[stop - 1].copy()
+                    row = stop
+                    if row == count:
+                        break
+            result = self.solve(positions[row].reshape(len(self.links), 3), wxyz[row].reshape(len(self.links), 4), current)
+            current = np.asarray(result.joints, dtype=float)
+            joints[row], converged[row] = current, bool(result.converged)
+            row += 1
+        return joints, converged
 
 
 class _WithPosture(tuple):

@@ -111,6 +111,29 @@ class FrameSolve:
         return SolveResult(q, position_error, rotation_error, True, "converged", iterations, (_clock() - t0) * 1000.0,
                            "numpy", note)
 
+    def sweep(self, positions, wxyz, start, posture, first: int, q_all) -> int | None:
+        """`solve` on rows first.. of positions (N, 3T) and wxyz (N, 4T) (float64, C order), each
+        from the answer before (the first from `start`), in one compiled call (`_kernel_maths._sweep`),
+        the answers into q_all (N, n): the same bits as `solve` row by row, which it stands for
+        wherever it answers. Returns the first row it left for `solve` (the general path
+        answers it), N when none; None when the compiled sweep cannot run here."""
+        from ._polish import POLISH_STEPS
+
+        run = _kernel.sweep_form()
+        if run is None or not self.usable:
+            return None
+        if self.redundant:
+            if posture is None:
+                if self.floats[self.flag_at]:
+                    self.floats[self.flag_at] = 0.0
+                    self.posture = None
+            elif posture is not self.posture and not self._set_posture(posture):
+                return None
+        start = np.ascontiguousarray(start, dtype=_FLOAT)
+        if start.shape != self.shape:
+            return None
+        return int(run(self.ints, self.floats, start, positions, wxyz, 0 if self.redundant else POLISH_STEPS, int(first), q_all))
+
     def _polish(self, start, q, p, r, iterations):
         """`_polish.polish` of the kernel's converged answer, with the targets packed as the
         general path packs them (same bits): (q, iterations, the float64 errors or None where the

@@ -64,6 +64,12 @@ POSTURE_MAX_STEP = 0.2
 POSTURE_MAX_ITERATIONS = 200
 #: An answer further than this (m, rad) off its targets is not slid at all.
 DRIFT_LIMIT = 1e-3
+#: Iterations of the descent from the posture itself (`_settle_by_inputs`): a constant, not the
+#: solve's own count, so every path that settles (the frame call, restarts, PyRoki's answer
+#: slid afterwards, which asks for no descent of its own) seeks the same answer. It has no stall
+#: test: from a far posture the descent crawls past a limit for a while, then arrives (talos_reduced's
+#: arm: stalled at 20 iterations, converged at 34).
+POSTURE_SEED_ITERATIONS = 100
 #: The Newton return onto the family stops below this error (m, rad), or after RETURN_STEPS.
 PROJECTED = 1e-11
 #: A slide step whose return ends further off than this (m, rad) is shortened.
@@ -1099,6 +1105,46 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
     return iterations, True
 
 
+def _settle_by_inputs(data, ints, floats, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
+    """`_settle`, then the same slide from the frame's own inputs: a descent from the posture
+    (the free joints at the anchor, clipped into their limits) to the targets, slid toward the
+    posture in turn. Where that answer lies within BRANCH_JUMP of the warm one (the same
+    branch) it is taken. Why: on a long redundant chain (a humanoid's arm with its waist, four
+    spare joints) the distance to a far posture has more than one minimum on the family, and a
+    slide from the frame before stops at whichever is nearest it: scrubbing forward and
+    backward ended 0.43 rad apart (simple_humanoid, #29). The answer sought from the posture
+    depends only on the targets and the posture; the warm answer decides the branch only.
+    Returns (iterations, settled) as `_settle`."""
+    iterations, settled = _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors)
+    if not settled:
+        return iterations, False
+    free, lower, upper = data[17], data[18], data[19]
+    k = free.shape[0]
+    seeded = q.copy()
+    for c in range(k):
+        seeded[free[c]] = min(max(posture[c], lower[c]), upper[c])
+    seeded_errors = np.empty_like(errors)
+    its, ok, _ = _descend(data, ints, floats, seeded, tpos, trot, twt, 0.0, tol_p, tol_r, POSTURE_SEED_ITERATIONS, 0,
+                          seeded_errors)
+    iterations += its
+    if not ok:
+        return iterations, True
+    more, seeded_settled = _settle(data, seeded, tpos, trot, twt, posture, tol_p, tol_r, seeded_errors)
+    iterations += more
+    if not seeded_settled:
+        return iterations, True
+    for c in range(k):
+        d = seeded[free[c]] - q[free[c]]
+        if posture[k + c] > 0.5:
+            d = _wrap(d)
+        if abs(d) > BRANCH_JUMP:
+            return iterations, True
+    for c in range(q.shape[0]):
+        q[c] = seeded[c]
+    errors[:, :] = seeded_errors
+    return iterations, True
+
+
 def _solve_rows(data, ints, floats, seeds, problem_of, tpos, trot, twt, wanted, tol_p, tol_r, max_iterations, stall_window,
                 stop_at_first, posture, q_out, errors_out, swivel_out, iterations_out, converged_out, settled_out):
     """`_descend` from every row of seeds (S, n), row s aiming at problem problem_of[s] (its
@@ -1115,7 +1161,8 @@ def _solve_rows(data, ints, floats, seeds, problem_of, tpos, trot, twt, wanted, 
                                stall_window, errors_out[s])
         settled_out[s] = False
         if ok and settle:
-            extra, settled = _settle(data, q_out[s], tpos[p], trot[p], twt[p], posture, tol_p, tol_r, errors_out[s])
+            extra, settled = _settle_by_inputs(data, ints, floats, q_out[s], tpos[p], trot[p], twt[p], posture, tol_p, tol_r,
+                                               errors_out[s])
             its += extra
             settled_out[s] = settled
         iterations_out[s], converged_out[s], swivel_out[s] = its, ok, sw
@@ -1288,7 +1335,8 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
     if not ok:
         return FRAME_GENERAL, 0.0, 0.0, iterations
     if use_posture and p != 3:
-        extra, settled = _settle(_unpack(ints, floats), q_out, tpos, trot, twt, posture, tol_p, tol_r, errors)
+        extra, settled = _settle_by_inputs(_unpack(ints, floats), ints, floats, q_out, tpos, trot, twt, posture, tol_p, tol_r,
+                                           errors)
         iterations += extra
         if not settled:
             return FRAME_GENERAL, 0.0, 0.0, iterations
@@ -1312,6 +1360,92 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
         position_error = max(position_error, errors[i, 0])
         rotation_error = max(rotation_error, errors[i, 1])
     return FRAME_DONE, position_error, rotation_error, iterations
+
+
+def _sweep(ints, floats, start, positions, wxyz, polish_steps, first, q_all):
+    """`_frame` on sample after sample (positions (N, 3T), wxyz (N, 4T)) from row `first`, each
+    from the answer before (the first from `start`), answers into q_all (N, n): a bake's
+    every-frame solve without coming back to Python between frames (the reach preview of a long
+    path). With `polish_steps` > 0 (a chain with no spare joint) each answer is polished as
+    `_polish.polish` does it: `_packed_rows` from the answer with no tolerance for that many
+    steps, then `_contract._finish` and `_within`, the same arithmetic in the same order.
+    Returns the first row it cannot answer to the bit of `FrameSolve.solve` (the general path
+    must: `_frame` did not finish, the descent took no step, or the polish clipped at a limit),
+    or N when every row is answered; the caller solves that row and calls again from the next."""
+    m, t, p, k = ints[0], ints[1], ints[2], ints[3]
+    free = ints[4 + 4 * m + t + p:4 + 4 * m + t + p + k]
+    at = 17 * m + 12 * t + 12 * p + 2 * k
+    tol_p, tol_r = floats[at], floats[at + 1]
+    n = int(floats[at + 5])
+    at += FRAME_SETTINGS
+    weights_at = at
+    at += 2 * t
+    lower_at, upper_at = at, at + n
+    continuous_at = at + 2 * n + k
+    count = positions.shape[0]
+    current = np.empty(n)
+    for c in range(n):
+        current[c] = start[c]
+    q = np.empty(n)
+    finished = np.empty(n)
+    seeds = np.empty((1, n))
+    targets = np.empty((1, t, 14))
+    problem_of = np.zeros(1, dtype=np.int64)
+    wanted = np.zeros(1)
+    settings = np.array([0.0, 0.0, float(polish_steps), float(STALL_WINDOW), 0.0])
+    no_posture = np.zeros(0)
+    polished = np.empty((1, n))
+    errors = np.empty((1, t, 2))
+    stats = np.empty((1, 4))
+    for row in range(first, count):
+        code, _, _, iterations = _frame(ints, floats, current, positions[row], wxyz[row], q)
+        if code != FRAME_DONE:
+            return row
+        if polish_steps > 0:
+            if iterations == 0:  # `polish` measures the start against the target first: Python's float64 residual
+                return row
+            for i in range(t):  # `_types._pack`: the quaternion normalised, then the matrix
+                w, x, y, z = wxyz[row, 4 * i], wxyz[row, 4 * i + 1], wxyz[row, 4 * i + 2], wxyz[row, 4 * i + 3]
+                norm = math.sqrt(w * w + x * x + y * y + z * z)
+                w, x, y, z = w / norm, x / norm, y / norm, z / norm
+                targets[0, i, 0], targets[0, i, 1], targets[0, i, 2] = positions[row, 3 * i], positions[row, 3 * i + 1], \
+                    positions[row, 3 * i + 2]
+                targets[0, i, 3], targets[0, i, 4], targets[0, i, 5] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), \
+                    2 * (x * z + y * w)
+                targets[0, i, 6], targets[0, i, 7], targets[0, i, 8] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), \
+                    2 * (y * z - x * w)
+                targets[0, i, 9], targets[0, i, 10], targets[0, i, 11] = 2 * (x * z - y * w), 2 * (y * z + x * w), \
+                    1 - 2 * (x * x + y * y)
+                targets[0, i, 12], targets[0, i, 13] = floats[weights_at + 2 * i], floats[weights_at + 2 * i + 1]
+            for c in range(n):
+                seeds[0, c] = q[c]
+            _packed_rows(ints, floats, seeds, problem_of, targets, wanted, settings, no_posture, polished, errors, stats)
+            # `_contract._finish` from the frame's start: multi-turn joints unwrapped toward it, the limits
+            for c in range(n):
+                finished[c] = current[c]
+            for c in range(k):
+                j = free[c]
+                v = polished[0, j]
+                if floats[continuous_at + c] > 0.5:
+                    s = current[j]
+                    v = s + (v - s + np.pi) % (2 * np.pi) - np.pi
+                finished[j] = v
+            for c in range(n):
+                v = finished[c]
+                if not (math.isfinite(v) and v >= floats[lower_at + c] and v <= floats[upper_at + c]):  # clipped: Python's residual
+                    return row
+            within = True
+            for i in range(t):  # `_contract._within`
+                if (errors[0, i, 0] > tol_p and floats[weights_at + 2 * i] != 0) or \
+                        (errors[0, i, 1] > tol_r and floats[weights_at + 2 * i + 1] != 0):
+                    within = False
+            if within:
+                for c in range(n):
+                    q[c] = finished[c]
+        for c in range(n):
+            q_all[row, c] = q[c]
+            current[c] = q[c]
+    return count
 
 
 def frame_floats(chain: KernelChain, tol_p: float, tol_r: float, max_iterations: int, weights, robot_lower, robot_upper,

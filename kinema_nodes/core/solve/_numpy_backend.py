@@ -61,7 +61,7 @@ def descend_batch(problem: ChainProblem, seeds: np.ndarray, targets, tol_p, tol_
     seeds = np.ascontiguousarray(seeds, dtype=float)
     count = seeds.shape[0]
     chain = kernel_chain(problem, swivel_links)
-    wanted = np.zeros(count) if swivel is None else np.ascontiguousarray(np.broadcast_to(swivel, (count,)), dtype=float)
+    wanted = np.zeros(count) if swivel is None else np.array(np.broadcast_to(swivel, (count,)), dtype=float)
     return _kernel.solve_rows(chain, seeds, np.zeros(count, dtype=np.int64), targets.positions[None], targets.rotations[None],
                               targets.weights[None], wanted, tol_p, tol_r, max_iterations, stall_window, stop_at_first,
                               compiled, None if targets.packed is None else targets.packed[None], posture, settled_out)
@@ -109,9 +109,21 @@ def first_batch_fractions(k: int) -> np.ndarray | None:
     return None if k > block.shape[1] else np.ascontiguousarray(block[:, :k])
 
 
+#: Batches of restart seeds drawn so far in this process (`restart_count`): a warm tracking step
+#: that converges from the start draws none, so a test can tell the fast path from the restarts
+#: without timing anything (#33).
+_restarts = [0]
+
+
+def restart_count() -> int:
+    """How many batches of restart seeds `random_seeds` has drawn in this process."""
+    return _restarts[0]
+
+
 def random_seeds(problem: ChainProblem, start: np.ndarray, attempt: int) -> np.ndarray:
     """BATCH_SEEDS configurations spread over the free joints' limits (continuous joints:
     start +- pi); other joints keep the start."""
+    _restarts[0] += 1
     free = problem.free
     lower = np.where(np.isfinite(problem.lower), problem.lower, start[free] - np.pi)
     upper = np.where(np.isfinite(problem.upper), problem.upper, start[free] + np.pi)
@@ -148,13 +160,33 @@ def _rows_until(problem, seeds, targets, tol_p, tol_r, max_iterations, stop_at_f
     return q, errors, swivel, iterations, converged, settled
 
 
-def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: float, posture=None):
+#: What one batch of BATCH_SEEDS cold seeds is reckoned to cost (ms), to turn a cold search's
+#: budget into a number of batches (`cold_batches`): measured 0.9 ms on a 7-axis arm and 1.1 ms
+#: on a 12-joint one (compiled kernel, a goal no seed reaches, so every seed runs to its stall).
+MS_PER_COLD_BATCH = 1.0
+
+
+def cold_batches(budget_ms: float) -> int:
+    """How many batches a cold search with this budget runs: counted, not timed, so a frame's
+    answer is the same however busy the machine is (a search stopped by the clock ended on
+    different seeds from run to run: two playbacks of the same frame 1.1 rad apart, seen under
+    load). Never more than the distinct seed blocks (`_SEED_FRACTIONS`): past them the seeds
+    repeat (a 300 ms search on a 7-axis arm ran 342 batches, 278 of them repeats). The budget's
+    clock still stops a search on a machine too slow for its count (said: over budget)."""
+    return int(min(len(_SEED_FRACTIONS), max(1, budget_ms // MS_PER_COLD_BATCH)))
+
+
+def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: float, posture=None,
+                batches: int | None = None):
     """Warm: one descent from `start`, then one batch of random restarts if it failed, taking
     the converged answer nearest the start. Cold: batches of seeds (the first led by `start`),
-    each stopping at its first converged seed, until one converges or the budget ends. With
+    each stopping at its first converged seed, until one converges or `batches` have run
+    (default `cold_batches(options.budget_ms)`; the clock stops it too). With
     `posture` (`_posture.posture_argument`) each converged answer settles toward it in the same
     kernel call. Returns (q, errors, iterations, converged, over_budget, settled)."""
     deadline = t0 + options.budget_ms / 1000.0
+    if batches is None:
+        batches = cold_batches(options.budget_ms)
     tol_p, tol_r = options.position_tolerance, options.rotation_tolerance
     total = 0
     best = None
@@ -183,5 +215,5 @@ def solve_numpy(problem: ChainProblem, start: np.ndarray, targets, options, t0: 
             best = (cost, q, errors)
         attempt += 1
         over = time.perf_counter() > deadline
-        if over or (not options.cold and attempt > 1):
+        if over or (not options.cold and attempt > 1) or (options.cold and attempt >= batches):
             return best[1], best[2], total, False, over, False

@@ -9,7 +9,11 @@ The slide (`_kernel_maths._settle`) takes a converged answer and moves it along 
 held) to the member nearest a *posture*: a joint vector that is an input of the frame (the pose
 the arm had when the target was added or last handed off). The slide is a local descent, so the
 branch (elbow up or down, wrist flipped or not) is still the one the warm start reached: chosen
-by continuity. Within a branch the answer is the same whatever the start, to the precision the
+by continuity. Where the distance to the posture has more than one minimum on that branch (a
+humanoid's arm with its waist, far from its posture), the slide from the start would stop at
+whichever is nearest; so the kernel also descends from the posture itself and slides that answer,
+and takes it wherever it lies within `BRANCH_JUMP` of the first (`_kernel_maths._settle_by_inputs`).
+Within a branch the answer is then the same whatever the start, to the precision the
 slide converges to (`_kernel_maths.POSTURE_STEP_TOLERANCE`), and the same for both backends because it
 runs in float64 in the kernel after either of them. It runs inside the compiled kernel, right
 after the descent and in the same call, so a redundant arm with a posture tracks at kernel speed.

@@ -18,10 +18,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
 
+from ..cache_folder import signed_folder
 from ._cache import cache_root
 
 #: Bump when the program's inputs, outputs or algorithm change: old export files are rebuilt.
@@ -83,16 +86,70 @@ def configure_jax() -> None:
     import jax
 
     if not jax.config.jax_compilation_cache_dir:
-        folder = cache_root() / "jax"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            jax.config.update("jax_compilation_cache_dir", str(folder))
-        except OSError:
-            pass  # an unwritable cache only costs speed
+        _signed_jax_cache(signed_folder("jax"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     _register_lapack()
     _configured = True
+
+
+class _SignedJaxCache:
+    """JAX's file cache of compiled XLA executables (native code, run when loaded), with every
+    entry signed by the install's key (`core.cache_trust`) over its cache key and bytes: an
+    entry this install did not write is deleted and compiled again, never deserialised."""
+
+    def __init__(self, inner, suffix: str):
+        self.inner, self.suffix = inner, suffix
+
+    def get(self, key: str):
+        from ..cache_trust import discard, is_regular, note_untrusted, unsign
+
+        path = Path(self.inner.path) / f"{key}{self.suffix}"
+        if os.path.lexists(path) and not is_regular(path):
+            discard(path)  # a FIFO or device would hang JAX's read
+            note_untrusted("the compiled JAX cache entry", path)
+            return None
+        data = self.inner.get(key)
+        if data is None:
+            return None
+        content = unsign(key, data)
+        if content is None:
+            discard(path)
+            note_untrusted("the compiled JAX cache entry", path)
+        return content
+
+    def put(self, key: str, value: bytes) -> None:
+        from ..cache_trust import sign
+
+        signed = sign(key, value)
+        if signed is not None:
+            self.inner.put(key, signed)
+
+
+def _signed_jax_cache(folder: Path) -> None:
+    """Point JAX's persistent compilation cache at `folder`, signed (`_SignedJaxCache`). Without
+    a trusted key, or where JAX's cache internals differ, JAX gets no persistent cache: a
+    compile per process costs time, an unsigned executable could run anything."""
+    from ..cache_trust import install_key
+
+    if install_key() is None:
+        return
+    try:
+        from jax._src import compilation_cache as cc
+        from jax._src import lru_cache
+
+        with cc._cache_initialized_mutex:
+            if cc._cache is not None or cc._cache_initialized:
+                return  # JAX already holds a cache (the user's own folder): left alone
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            inner = lru_cache.LRUCache(str(folder), max_size=-1)
+            cc._cache = _SignedJaxCache(inner, lru_cache._CACHE_SUFFIX)
+            cc._cache_initialized = True
+    except (ImportError, AttributeError, OSError, RuntimeError):
+        return  # no persistent cache: only speed is lost
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", str(folder))
 
 
 def _register_lapack() -> None:
@@ -215,7 +272,50 @@ def _pyroki_robot(robot):
     if given:
         urdf._joint_map = {name: given.get(name, joint) for name, joint in urdf.joint_map.items()}
         urdf._actuated_joints = [given.get(joint.name, joint) for joint in urdf._actuated_joints]
-    return pyroki.Robot.from_urdf(urdf)
+    try:
+        return pyroki.Robot.from_urdf(urdf)
+    except ValueError as exc:
+        if "Topological sort failed" not in str(exc):
+            raise
+    # A joint that follows one of its own descendants (a coupling MuJoCo compiles, e.g. a
+    # telescoping arm whose outer stage follows the inner one): PyRoki's sort waits for the
+    # followed joint before the follower, and the follower's subtree before the followed, so
+    # it never finishes. PyRoki's forward kinematics reads every mimic value straight from the
+    # actuated configuration, so only parents need to come first: the tree order does.
+    return _from_urdf_in_tree_order(pyroki, urdf)
+
+
+_SORT_LOCK = threading.Lock()
+
+
+def _from_urdf_in_tree_order(pyroki, urdf):
+    """`pyroki.Robot.from_urdf` with joints ordered parent-first only, ignoring mimic
+    dependencies (which PyRoki's parser also demands, though its kinematics do not need them).
+    PyRoki's parser calls its sort by class name, so the sort is swapped for the call; the
+    order it is swapped for is valid for every robot, so a concurrent parse loses nothing."""
+    from pyroki._robot_urdf_parser import RobotURDFParser
+
+    joints = list(urdf.joint_map.values())
+    by_child = {joint.child: joint.parent for joint in joints}
+    done = {link for link in (urdf.base_link,) if link is not None}
+    order: list[int] = []
+    pending = list(range(len(joints)))
+    while pending:
+        ready = [i for i in pending if by_child[joints[i].child] in done or by_child[joints[i].child] not in by_child]
+        if not ready:
+            raise ValueError(f"joints {[joints[i].name for i in pending][:8]} hang from no link of the tree")
+        for i in ready:
+            order.append(i)
+            done.add(joints[i].child)
+        pending = [i for i in pending if i not in set(ready)]
+
+    with _SORT_LOCK:
+        original = RobotURDFParser.__dict__["_topologically_sort_joints"]
+        RobotURDFParser._topologically_sort_joints = staticmethod(lambda _urdf: tuple(order))
+        try:
+            return pyroki.Robot.from_urdf(urdf)
+        finally:
+            RobotURDFParser._topologically_sort_joints = original
 
 
 def _jacobian_tables(pk, robot, layout: Layout, to_pyroki: np.ndarray):
@@ -411,9 +511,12 @@ def export_path(layout: Layout) -> Path:
 
 
 def _header(layout: Layout) -> bytes:
+    """What an export was made for. "hash" names the keyed hash (HMAC, `core.cache_trust`): an
+    export from before signing carries a plain SHA-256 under another header, so it is stale and
+    rebuilt quietly, not reported as damaged after an upgrade."""
     import jax
 
-    return json.dumps({"key": layout.key_text, "jax": jax.__version__}).encode() + b"\n"
+    return json.dumps({"key": layout.key_text, "jax": jax.__version__, "hash": "hmac-sha256"}).encode() + b"\n"
 
 
 def _load_export(layout: Layout):
@@ -452,6 +555,9 @@ class CompiledSolver:
         self.layout = layout = Layout(robot, links)
         exported = _load_export(layout)
         self.from_disk = exported is not None
+        #: How the program came to be: "disk" (an export file an earlier build left), "here"
+        #: (traced and exported in this process) or "child" (`_pyroki_child` built it, this loaded it).
+        self.build_route = "disk" if self.from_disk else "here"
         if exported is None:
             function = _build_function(robot, layout)
             exported = export.export(jax.jit(function))(*_argument_specs(layout))

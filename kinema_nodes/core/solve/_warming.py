@@ -27,8 +27,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..collector import without_collector_pauses
 from ._compiled_store import keep, loaded_solver_keys, ready
-from ._pyroki_program import CompiledSolver, Layout, export_path, jax_available
+from ._pyroki_child import build_in_child
+from ._pyroki_program import CompiledSolver, Layout, configure_jax, export_path, jax_available
 
 if TYPE_CHECKING:
     from ..model.robot import RobotModel
@@ -213,25 +215,38 @@ def _work() -> None:
                     return
                 build = _queue.pop(0)
                 build.state = "running"
-            _run(build)
+            _run(build, in_child=True)
     finally:
         sys.setswitchinterval(_SWITCH_INTERVAL_S)
 
 
-def _run(build: _Build) -> None:
+def _run(build: _Build, in_child: bool = False) -> None:
+    """Build the program. `in_child` (the background worker, while drags may be answered): a
+    first build runs in a child process (`_pyroki_child`) and this one loads what it left; a
+    caller that waits for the program builds it here, which is quicker."""
     from ._cache import note
 
     t0 = time.perf_counter()
     ok = False
     try:
-        solver = CompiledSolver(build.robot, build.links)
-        solver.compile()
-        # A program loaded from its export file never imported jaxlie; `solve` asks for it
-        # (`jax_available`) on its first PyRoki frame, and that import (~0.25 s) would land on a drag.
-        jax_available()
+        child_built = False
+        if in_child and not build.from_disk and not _exiting:
+            why_not = build_in_child(build.robot, build.links, meanwhile=_import_jax)
+            child_built = why_not is None
+            if not child_built:
+                note(f"PyRoki's first build for '{build.robot.name}' could not run in a child process ({why_not}); "
+                     "building it here, where drags may stall meanwhile")
+        with without_collector_pauses():
+            solver = CompiledSolver(build.robot, build.links)
+            if child_built and solver.from_disk:
+                solver.build_route = "child"
+            solver.compile()
+            # A program loaded from its export file never imported jaxlie; `solve` asks for it
+            # (`jax_available`) on its first PyRoki frame, and that import (~0.25 s) would land on a drag.
+            jax_available()
         keep(build.key, solver)
         build.solver = solver
-        _record("from_disk" if solver.from_disk else "fresh", time.perf_counter() - t0)
+        _record("from_disk" if solver.build_route == "disk" else "fresh", time.perf_counter() - t0)
         with _guard:
             _builds.pop(build.key, None)
             build.state = "ready"
@@ -256,6 +271,13 @@ def _run(build: _Build) -> None:
             listener(build.key, ok)
         except Exception:  # noqa: BLE001, S110 - a listener's failure must not stop the worker
             pass
+
+
+def _import_jax() -> None:
+    """JAX's import, run while a child builds rather than after it. Only the import goes without
+    the collector: what the session makes while the child runs is not frozen with it."""
+    with without_collector_pauses():
+        configure_jax()
 
 
 def _drop_queue() -> None:

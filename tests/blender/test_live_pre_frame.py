@@ -1,0 +1,195 @@
+"""The live frame solved before Blender evaluates it (#33): `frame_change_pre` reads a keyed
+control's pose from its F-curves (`blender/keyed_controls.py`) and solves there, so the write
+rides the frame's one evaluation. Real Blender, example-robot-data's Panda as Add IK Target
+makes it (the control a bone parented to the rig's root).
+
+- the predicted control pose is Blender's evaluated pose bit for bit (location, rotation, scale keyed);
+- scrubbing forward, backward and by jumps gives the same joints and the same evaluated tool
+  pose, to the bit, as the route that solves after the evaluation, and frame_change_post only
+  checks what frame_change_pre solved;
+- a control whose pose comes from anything else (a constraint, a keyed parent, an Empty) takes
+  the post route, with the same answers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rig_helpers import import_rig, joints_of, robot_of, set_joints
+
+FRAMES = list(range(1, 41)) + list(range(40, 0, -1)) + [25, 3, 33, 33, 12, 40, 1]
+
+
+def _panda_with_keyed_control(bpy, *, scale=False):
+    from mathutils import Euler
+
+    from kinema_nodes.blender.edit import add_ik_target
+
+    rig = import_rig(bpy, "panda", active=True)
+    tree, target, solver = add_ik_target(bpy.context, rig, backend="NUMPY")
+    solver.use_own_budget, solver.budget_ms = True, 10_000.0  # a loaded test machine never pauses it
+    bpy.context.view_layer.update()
+    bone = rig.pose.bones[target.control_bone]
+    base, base_rotation = bone.location.copy(), bone.rotation_quaternion.copy()
+    base.z += 0.05  # the loop in reach (bench_live --plain's "5 cm in")
+    for i, frame in enumerate(range(1, 42, 8)):
+        a = 0.7 * i
+        bone.location = base + type(base)((0.03 * np.cos(a), 0.03 * np.sin(a), 0.03 * np.sin(2 * a)))
+        bone.rotation_quaternion = base_rotation @ Euler((0.1 * np.sin(a), 0.1 * np.cos(a), 0.0)).to_quaternion()
+        bone.keyframe_insert("location", frame=frame)
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+        if scale:
+            bone.scale = (1.0 + 0.1 * np.sin(a), 1.0, 1.0 - 0.05 * np.cos(a))
+            bone.keyframe_insert("scale", frame=frame)
+    bpy.context.scene.frame_set(1)
+    return rig, tree, target, solver
+
+
+def _scrub_both_routes(bpy, rig, target, monkeypatch, frames=FRAMES):
+    """{route: [(joints, tool pose, control pose) per frame]}, each route from the same start,
+    and how often frame_change_post found frame_change_pre's answer standing."""
+    from kinema_nodes import evaluator
+
+    holds = []
+    check = evaluator._pre_frame_holds
+
+    def counted(scene):
+        holds.append(check(scene))
+        return holds[-1]
+
+    monkeypatch.setattr(evaluator, "_pre_frame_holds", counted)
+    start = joints_of(rig).copy()
+    seen = {}
+    for pre in (True, False):
+        monkeypatch.setattr(evaluator, "SOLVE_BEFORE_EVALUATION", pre)
+        set_joints(rig, start)
+        bpy.context.scene.frame_set(frames[0] + 1)
+        set_joints(rig, start)
+        out = []
+        for frame in frames:
+            bpy.context.scene.frame_set(frame)
+            bones = rig.pose.bones
+            control = (bones[target.control_bone].matrix if target.control_bone
+                       else rig.matrix_world.inverted() @ target.control_object.matrix_world)
+            out.append((joints_of(rig), np.array(bones[target.link_name].matrix), np.array(control)))
+        seen[pre] = out
+    return seen, holds
+
+
+def _assert_same(seen):
+    for (q_pre, tool_pre, control_pre), (q_post, tool_post, control_post) in zip(seen[True], seen[False]):
+        assert np.array_equal(q_pre, q_post), np.abs(q_pre - q_post).max()
+        assert np.array_equal(tool_pre, tool_post) and np.array_equal(control_pre, control_post)
+
+
+@pytest.mark.parametrize("scale", [False, True])
+def test_the_predicted_control_pose_is_blenders_evaluated_pose_to_the_bit(blender, scale):
+    from kinema_nodes.blender.keyed_controls import keyed_control
+    from kinema_nodes.blender.rig import live_rig
+    from kinema_nodes.session import SESSION
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy, scale=scale)
+    solver.live = False
+    io = live_rig(rig, robot_of(rig), rig.pose.bones)
+    keyed = keyed_control(rig, target.control_bone, io.written, SESSION.generation)
+    assert keyed is not None
+    for frame in (1, 2, 5, 9, 17, 23, 30, 41, 44):
+        predicted = keyed.pose(float(frame))
+        bpy.context.scene.frame_set(frame)
+        evaluated = np.array(rig.pose.bones[target.control_bone].matrix, dtype=np.float32).T.ravel()
+        assert np.array_equal(np.array(predicted, dtype=np.float32), evaluated), frame
+
+
+def test_the_pre_evaluation_route_gives_the_post_route_pose_scrubbing_both_ways(blender, monkeypatch):
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    seen, holds = _scrub_both_routes(bpy, rig, target, monkeypatch)
+    _assert_same(seen)
+    # the pre route answered every frame: frame_change_post only checked it
+    assert len(holds) >= len(FRAMES) and all(holds), holds
+    assert solver.summary.startswith("converged"), solver.summary
+    # a frame is its inputs: forward and backward agree (the warm start moves the answer within the tolerance only)
+    forward = {frame: seen[True][i][0] for i, frame in enumerate(FRAMES[:40])}
+    backward = {frame: seen[True][40 + i][0] for i, frame in enumerate(FRAMES[40:80])}
+    assert max(float(np.abs(forward[f] - backward[f]).max()) for f in forward) < 1e-4
+    # and the tool is on the control
+    for q, tool, control in seen[True]:
+        assert np.abs(tool[:3, 3] - control[:3, 3]).max() < 1e-5
+
+
+def _constrained(bpy, rig, target):
+    constraint = rig.pose.bones[target.control_bone].constraints.new("LIMIT_LOCATION")
+    constraint.use_max_z, constraint.max_z, constraint.owner_space = True, 10.0, "POSE"  # holds nothing back, but it could
+
+
+def _keyed_parent(bpy, rig, target):
+    parent = rig.pose.bones[target.control_bone].parent
+    assert parent is not None and parent.parent is None  # Add IK Target parents the control to the rig's root
+    parent.keyframe_insert("location", frame=1)
+
+
+def _empty_control(bpy, rig, target):
+    empty = bpy.data.objects.new("Goal", None)
+    bpy.context.scene.collection.objects.link(empty)
+    bpy.context.view_layer.update()
+    empty.matrix_world = rig.matrix_world @ rig.pose.bones[target.control_bone].matrix
+    for frame in (1, 41):
+        empty.keyframe_insert("location", frame=frame)
+        empty.location.z -= 0.04
+    target.control_object, target.control_bone = empty, ""
+
+
+@pytest.mark.parametrize("change", [_constrained, _keyed_parent, _empty_control], ids=["constrained", "keyed parent", "empty"])
+def test_a_control_moved_by_anything_but_its_own_keys_takes_the_post_route(blender, monkeypatch, change):
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender.keyed_controls import keyed_control
+    from kinema_nodes.blender.rig import live_rig
+    from kinema_nodes.session import SESSION
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    change(bpy, rig, target)
+    bpy.context.view_layer.update()
+    if target.control_bone:
+        io = live_rig(rig, robot_of(rig), rig.pose.bones)
+        assert keyed_control(rig, target.control_bone, io.written, SESSION.generation) is None
+    solved_before = []
+    run = evaluator.FastFrame.run
+
+    def counted(self, *args, pre=False, **kwargs):
+        result = run(self, *args, pre=pre, **kwargs)
+        if pre:
+            solved_before.append(result)
+        return result
+
+    monkeypatch.setattr(evaluator.FastFrame, "run", counted)
+    frames = FRAMES[:20] + FRAMES[60:]
+    seen, holds = _scrub_both_routes(bpy, rig, target, monkeypatch, frames)
+    _assert_same(seen)
+    assert solved_before and all(result is False for result in solved_before)  # left to frame_change_post
+    assert not any(holds)
+    assert solver.summary.startswith("converged"), solver.summary
+
+
+def test_a_curve_a_script_removes_between_two_frames_is_never_read(blender):
+    """A script may remove a control's F-curve and step a frame with no depsgraph update between
+    (no new generation): the pre route reads its curves afresh and leaves that frame to the post
+    route, which follows the control where the evaluation puts it."""
+    from bpy_extras import anim_utils
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    for frame in range(1, 12):
+        bpy.context.scene.frame_set(frame)
+    anim = rig.animation_data
+    bag = anim_utils.action_get_channelbag_for_slot(anim.action, anim.action_slot)
+    curve = next(c for c in bag.fcurves if c.data_path.endswith(".location") and c.array_index == 2)
+    bag.fcurves.remove(curve)
+    rig.pose.bones[target.control_bone].location.z += 0.01  # where the control now stays on z
+    for frame in (12, 13, 30):
+        bpy.context.scene.frame_set(frame)
+        bones = rig.pose.bones
+        assert solver.summary.startswith("converged"), solver.summary
+        assert np.abs(np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]).max() < 1e-5
