@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import paths
+from ..core.key_moves import KeyedMoves
 from .animation import fcurves, pose_bone_path
 
 #: The channels of a control that make its keys.
@@ -99,40 +100,42 @@ def _via_point(tool, via, rig) -> np.ndarray | None:
 
 
 def moved_pose(tool, target_node, rig, pose: np.ndarray, frame: float, step=None) -> np.ndarray:
-    """The tool centre point's pose at `frame`: on the segment's Linear or Circular move, or the
-    control's own pose (a Joint move, before the first key or after the last)."""
+    """The tool centre point's pose at `frame`: on the segment's Linear or Circular move (rounding
+    a blended key), or the control's own pose (a Joint move, before the first key or after the last)."""
     if tool.path is not None:
         return follow_path_pose(tool, rig, pose, frame, step, target_node)
     if target_node.control_object is None:
         return pose
     keys = ControlKeys(target_node)
-    index = paths.segment_of(keys.keys, frame)
-    if index is None:
+    if paths.segment_of(keys.keys, frame) is None:
         return pose
-    first, last = keys.keys[index], keys.keys[index + 1]
-    move, via = tool.move_at(first)
-    if move == "JOINT":
-        return pose
-    start, end = keys.pose_at(pose, frame, first), keys.pose_at(pose, frame, last)
-    moved = paths.move_pose(move, start, end, (frame - first) / (last - first), tool.ramp, _via_point(tool, via, rig))
+    moved = keyed_moves(tool, keys, rig, pose, frame).pose(frame)
     return pose if moved is None else moved
+
+
+def keyed_moves(tool, keys: ControlKeys, rig, pose: np.ndarray, frame: float) -> KeyedMoves:
+    """The Tool's moves between the control's keys (core/key_moves.py), each key's pose read from
+    the F-curves only when a frame needs it. `pose`: the control's pose at `frame`, the current frame."""
+    rows = [tool.move_at(key) for key in keys.keys[:-1]]
+    vias = [_via_point(tool, via, rig) if move == "CIRCULAR" else None for move, via in rows]
+    return KeyedMoves(keys.keys, [move for move, _ in rows], vias, tool.ramp, tool.blend_radius,
+                      lambda i: keys.pose_at(pose, frame, keys.keys[i]))
 
 
 def segments(tool, target_node, rig, pose: np.ndarray | None, frame: float, fps: float) -> list[dict]:
     """Each segment between the control's keys: its frames, move, length (m) and the tool's
-    constant speed (m/s) away from the ramps, as the Tool panel shows them. `pose` is the
-    control's pose (rig space) at `frame`, the current frame: it anchors its pose at the keys."""
+    constant speed (m/s) away from the ramps (none at a blended key), as the Tool panel shows
+    them. `pose` is the control's pose (rig space) at `frame`, the current frame: it anchors its
+    pose at the keys."""
     if pose is None or target_node.control_object is None:
         return []
     keys = ControlKeys(target_node)
+    moves = keyed_moves(tool, keys, rig, pose, frame)
     found = []
-    for first, last in zip(keys.keys, keys.keys[1:]):
-        move, via = tool.move_at(first)
-        start, end = keys.pose_at(pose, frame, first), keys.pose_at(pose, frame, last)
-        length = paths.segment_length(start, end, move, _via_point(tool, via, rig))
-        seconds = (last - first) / fps
-        speed = paths.cruise_speed(length, seconds, tool.ramp) if move != "JOINT" else None
-        found.append({"first": first, "last": last, "move": move, "length": length, "speed": speed})
+    for i, (first, last) in enumerate(zip(keys.keys, keys.keys[1:])):
+        move = moves.moves[i]
+        speed = moves.speed(i) * fps if move != "JOINT" else None
+        found.append({"first": first, "last": last, "move": move, "length": moves.length(i), "speed": speed})
     return found
 
 

@@ -64,6 +64,11 @@ class KinemaToolNode(KinemaTreeNode, bpy.types.Node):
     ramp: bpy.props.FloatProperty(name="Ramp", default=0.25, min=0.0, max=0.5, subtype="FACTOR", update=property_changed,
                                   description="Part of each segment's time spent speeding up after its first key (and slowing "
                                               "down before its last); the tool runs at constant speed in between")
+    blend_radius: bpy.props.FloatProperty(name="Blend Radius", default=0.0, min=0.0, unit="LENGTH", precision=4,
+                                          update=property_changed,
+                                          description="At a key between two Linear or Circular moves, the tool rounds the "
+                                                      "corner within this distance of the key instead of stopping there "
+                                                      "(0: it stops at every key). The key frames stay where they are")
     moves: bpy.props.CollectionProperty(type=KinemaToolMove)
     path: bpy.props.PointerProperty(name="Path", type=bpy.types.Object, update=property_changed, poll=_is_curve,
                                     description="Follow Path: a curve the tool centre point runs along (its evaluated points, "
@@ -119,6 +124,7 @@ class KinemaToolNode(KinemaTreeNode, bpy.types.Node):
         layout.prop(self, "move")
         layout.prop(self, "via")
         layout.prop(self, "ramp")
+        layout.prop(self, "blend_radius")
         for index, row in enumerate(self.moves):
             line = layout.row(align=True)
             line.prop(row, "frame", text="")
@@ -167,6 +173,7 @@ class KinemaToolNode(KinemaTreeNode, bpy.types.Node):
         return NodeSpec.make(
             self.name, "tool", link=self.link_name, offset_location=tuple(float(v) for v in self.offset_location),
             offset_rotation=tuple(float(v) for v in self.offset_rotation), move=self.move.lower(), ramp=float(self.ramp),
+            blend_radius=float(self.blend_radius),
             path_timing=self.path_timing.lower(), path_speed=float(self.path_speed), path_orientation=self.path_orientation.lower(),
             approach=float(self.approach), retract=float(self.retract),
             turn_about_axis=bool(self.turn_about_axis), turn_range=float(self.turn_range),

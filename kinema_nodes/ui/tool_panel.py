@@ -117,6 +117,7 @@ class KINEMA_PT_ik_tool(_Section, bpy.types.Panel):
         layout.prop(tool, "move")
         layout.prop(tool, "via")
         layout.prop(tool, "ramp")
+        layout.prop(tool, "blend_radius")
         fps = context.scene.render.fps / context.scene.render.fps_base
         for segment in tool_segments(target, rig, fps):
             speed = "" if segment["speed"] is None else f", {segment['speed']:.3f} m/s"
