@@ -190,7 +190,7 @@ def long_run(frames: int, tmp: Path) -> dict:
     from kinema_nodes.cli.bake import bake_track
     from kinema_nodes.cli.csv_files import TargetTrack
     from kinema_nodes.cli.path_file import ReachPreview
-    from kinema_nodes.core import paths
+    from kinema_nodes.core import path_legs, paths
     from kinema_nodes.core.model.kinematics import link_pose
     from kinema_nodes.core.model.loading import load_robot
 
@@ -209,11 +209,11 @@ def long_run(frames: int, tmp: Path) -> dict:
             moves.append(move)
             vias.append(via)
     fps = 24.0
-    length = sum(leg.seconds for leg in paths.path_legs(poses, moves, vias, 1.0, 0.1))  # seconds at 1 m/s
+    length = sum(leg.seconds for leg in path_legs.path_legs(poses, moves, vias, 1.0, 0.1))  # seconds at 1 m/s
     speed = length * fps / (frames - 1) / 0.999999
     clock = time.perf_counter()
-    legs = paths.path_legs(poses, moves, vias, speed, 0.1)
-    numbers, frame_poses = paths.path_frames(legs, fps)
+    legs = path_legs.path_legs(poses, moves, vias, speed, 0.1)
+    numbers, frame_poses = path_legs.path_frames(legs, fps)
     sample_s = time.perf_counter() - clock
     stacked = np.array(frame_poses)
     track = TargetTrack(numbers, stacked[:, :3, 3].copy(), np.array([paths.matrix_quaternion(p[:3, :3]) for p in stacked]), None)
@@ -269,7 +269,7 @@ def main_long(frames: int, write: bool, argv) -> int:
         "",
         "| what | frames | seconds | converged |",
         "|---|---|---|---|",
-        f"| path file to per-frame poses (core/paths.py) | {run['frames']:,} | {run['sample_s']:.2f} | |",
+        f"| path file to per-frame poses (core/path_legs.py) | {run['frames']:,} | {run['sample_s']:.2f} | |",
         f"| reach preview of every sample (`--json`'s verdicts) | {run['frames']:,} | {run['preview_s']:.2f} | {counts} |",
         f"| before it: the wait for the compiled kernel's load (once per process, begun as the rig is built) | | "
         f"{run['load_s']:.2f} | |",

@@ -181,7 +181,7 @@ def plan_keyed_segments(rig, result, track: TargetTrack, avoid, overrides: dict,
     import bpy
 
     from ..blender.baking import scene_fps, write_joint_keys
-    from ..blender.limits import rig_limits
+    from ..blender.rig_limits import rig_limits
     from ..core.collision import Avoid
     from ..core.plan import plan_shot
     from ..core.shot.bake import check_bake, segment_rows

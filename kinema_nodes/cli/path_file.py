@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core import paths
+from ..core import path_legs, paths
 from ..core.errors import KinemaError
 from .common import read_small_file
 from .csv_files import BLENDER_MAX_FRAME, MAX_BAKE_FRAMES, TargetTrack
@@ -26,16 +26,17 @@ MAX_PATH_POINTS = 100_000
 
 #: The keys a path file may have, at the top and per point (anything else is refused: a typo
 #: such as "aproach" must not bake silently without its approach).
-TOP_KEYS = {"points", "speed", "ramp", "approach", "retract", "start_frame", "turn_speed"}
+TOP_KEYS = {"points", "speed", "ramp", "approach", "retract", "start_frame", "turn_speed", "blend"}
 POINT_KEYS = {"xyz", "wxyz", "move", "via"}
 MOVE_NAMES = {"joint": "JOINT", "linear": "LINEAR", "circular": "CIRCULAR"}
 
 PATH_FILE_HELP = (
     'a JSON path file instead of --targets: {"speed": M_PER_S, "points": [{"xyz": [x, y, z], "wxyz": [w, x, y, z]}, '
     '{"xyz": [..], "move": "linear"|"circular"|"joint", "via": [x, y, z]}, ...], "ramp": 0.1, "approach": M, '
-    '"retract": M, "start_frame": 1}; poses in the robot\'s root frame (metres); a point\'s move is how the tool '
+    '"retract": M, "blend": M, "start_frame": 1}; poses in the robot\'s root frame (metres); a point\'s move is how the tool '
     'gets there (linear by default; circular needs a via point); a point without wxyz keeps the one before '
-    "(the first: the tool's at the start pose); approach and retract run along the tool's Z axis")
+    "(the first: the tool's at the start pose); approach and retract run along the tool's Z axis; "
+    "blend: a radius within which the tool rounds each point between two linear or circular moves instead of stopping")
 
 
 def _number(value, where: str, *, low: float = -math.inf, high: float = math.inf, low_open: bool = False) -> float:
@@ -65,7 +66,7 @@ def _read_json(path: Path):
         raise KinemaError(f"path file '{path}' line {exc.lineno}: not JSON ({exc.msg})") from None
 
 
-def read_path_file(path: str | Path, start_rotation: np.ndarray, fps: float) -> tuple[TargetTrack, list[paths.PathLeg]]:
+def read_path_file(path: str | Path, start_rotation: np.ndarray, fps: float) -> tuple[TargetTrack, list[path_legs.PathLeg]]:
     """The file's tool poses at every frame (a TargetTrack, as a targets CSV gives) and its legs.
     `start_rotation`: the tool's orientation at the start pose, for a first point without wxyz."""
     path = Path(path)
@@ -82,6 +83,7 @@ def read_path_file(path: str | Path, start_rotation: np.ndarray, fps: float) -> 
     ramp = _number(data.get("ramp", 0.1), f"{where}, ramp", low=0.0, high=0.5)
     approach = _number(data.get("approach", 0.0), f"{where}, approach", low=0.0, high=100.0)
     retract = _number(data.get("retract", 0.0), f"{where}, retract", low=0.0, high=100.0)
+    blend = _number(data.get("blend", 0.0), f"{where}, blend", low=0.0, high=100.0)
     turn_speed = math.radians(_number(data.get("turn_speed", 90.0), f"{where}, turn_speed", low=0.0, high=1e5, low_open=True))
     start_frame = _number(data.get("start_frame", 1), f"{where}, start_frame", low=-BLENDER_MAX_FRAME, high=BLENDER_MAX_FRAME)
     if start_frame != int(start_frame):
@@ -130,14 +132,14 @@ def read_path_file(path: str | Path, start_rotation: np.ndarray, fps: float) -> 
             raise KinemaError(f"{at}: only a circular move has a via point")
         moves.append(move)
         vias.append(via)
-    legs = paths.path_legs(poses, moves, vias, speed, ramp, approach, retract, turn_speed)
+    legs = path_legs.path_legs(poses, moves, vias, speed, ramp, approach, retract, turn_speed, blend)
     seconds = sum(leg.seconds for leg in legs)
     if seconds * fps > MAX_BAKE_FRAMES:
         raise KinemaError(f"{where}: the path takes {seconds:.1f} s, {seconds * fps:,.0f} frames at {fps:g} fps; "
                           f"a bake spans at most {MAX_BAKE_FRAMES:,}")
     if start_frame + seconds * fps + 1 > BLENDER_MAX_FRAME:
         raise KinemaError(f"{where}: the path ends past Blender's last frame {BLENDER_MAX_FRAME:,}")
-    frames, frame_poses = paths.path_frames(legs, fps, int(start_frame))
+    frames, frame_poses = path_legs.path_frames(legs, fps, int(start_frame))
     stacked = np.array(frame_poses)
     wxyz = np.array([paths.matrix_quaternion(p[:3, :3]) for p in stacked])
     track = TargetTrack(frames=frames.astype(int), positions=stacked[:, :3, 3].copy(), wxyz=wxyz, links=None)

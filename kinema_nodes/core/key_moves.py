@@ -32,17 +32,9 @@ from . import paths
 
 
 def progress(u: float, ramp_in: float, ramp_out: float) -> float:
-    """The fraction of the way travelled at time fraction `u` of a segment that ramps up over
-    its first `ramp_in` and down over its last `ramp_out` of time (either may be 0: no stop at
-    that end). paths.progress is the case ramp_in == ramp_out."""
-    u = min(max(float(u), 0.0), 1.0)
-    a, b = (min(max(float(r), 0.0), 0.5) for r in (ramp_in, ramp_out))
-    top = 1.0 / (1.0 - (a + b) / 2.0)
-    if a > 0.0 and u < a:
-        return top * u * u / (2.0 * a)
-    if b > 0.0 and u > 1.0 - b:
-        return 1.0 - top * (1.0 - u) ** 2 / (2.0 * b)
-    return top * (u - a / 2.0)
+    """paths.progress_between: the fraction of the way at time fraction `u` of a segment with a
+    ramp at either end (0: no stop at that end)."""
+    return paths.progress_between(u, ramp_in, ramp_out)
 
 
 def _product(a, b) -> np.ndarray:
@@ -65,11 +57,13 @@ class KeyedMoves:
     frames: the key frames, ascending; moves[i], vias[i]: how segment i (frames[i]..frames[i+1])
     travels (paths.MOVES; a via point for CIRCULAR); ramp: as paths.progress; blend: the blend
     radius in metres (0: every key is a stop); pose_of(i): the control's 4x4 pose at key i, asked
-    only for the keys a frame needs."""
+    only for the keys a frame needs; stops: keys that stay stops whatever their moves (a path
+    file's approach and retract ends)."""
 
     def __init__(self, frames: Sequence[float], moves: Sequence[str], vias: Sequence, ramp: float, blend: float,
-                 pose_of: Callable[[int], np.ndarray]):
+                 pose_of: Callable[[int], np.ndarray], stops=frozenset()):
         self.frames = [float(f) for f in frames]
+        self.stops = frozenset(stops)
         self.moves, self.vias = list(moves), list(vias)
         self.ramp, self.blend = min(max(float(ramp), 0.0), 0.5), max(float(blend), 0.0)
         self._pose_of, self._poses, self._legs, self._taus = pose_of, {}, {}, {}
@@ -78,7 +72,7 @@ class KeyedMoves:
     def blended(self, key: int) -> bool:
         """Whether the tool runs through key `key` (a key between two Linear or Circular segments,
         with a blend radius) instead of stopping at it."""
-        return (self.blend > 0.0 and 0 < key < len(self.frames) - 1
+        return (self.blend > 0.0 and 0 < key < len(self.frames) - 1 and key not in self.stops
                 and self.moves[key - 1] != "JOINT" and self.moves[key] != "JOINT")
 
     def ramps(self, segment: int) -> tuple[float, float]:

@@ -24,16 +24,23 @@ def progress(u: float, ramp: float) -> float:
     """The fraction of the way travelled at time fraction `u` (0..1) of a segment whose speed
     ramps up over the first `ramp` and down over the last `ramp` of it (0 <= ramp <= 0.5; 0 is
     constant speed from key to key, with a jump in speed at each key)."""
+    return progress_between(u, ramp, ramp)
+
+
+def progress_between(u: float, ramp_in: float, ramp_out: float) -> float:
+    """`progress` of a segment that ramps up over its first `ramp_in` and down over its last
+    `ramp_out` of time (either may be 0: the tool runs through that end at its constant speed,
+    as at a blended key: core/key_moves.py)."""
     u = min(max(float(u), 0.0), 1.0)
-    ramp = min(max(float(ramp), 0.0), 0.5)
-    if ramp <= 0.0:
+    a, b = (min(max(float(r), 0.0), 0.5) for r in (ramp_in, ramp_out))
+    if a <= 0.0 and b <= 0.0:
         return u
-    top = 1.0 / (1.0 - ramp)  # the constant speed, in path lengths per segment time
-    if u < ramp:
-        return top * u * u / (2.0 * ramp)
-    if u > 1.0 - ramp:
-        return 1.0 - top * (1.0 - u) ** 2 / (2.0 * ramp)
-    return top * (u - ramp / 2.0)
+    top = 1.0 / (1.0 - (a + b) / 2.0)  # the constant speed, in path lengths per segment time
+    if a > 0.0 and u < a:
+        return top * u * u / (2.0 * a)
+    if b > 0.0 and u > 1.0 - b:
+        return 1.0 - top * (1.0 - u) ** 2 / (2.0 * b)
+    return top * (u - a / 2.0)
 
 
 def cruise_speed(length: float, duration: float, ramp: float) -> float:
@@ -314,81 +321,3 @@ def edge_loop_order(count: int, edges) -> list[int]:
     if len(order) != len(neighbours):
         raise ValueError("the mesh's edges are in several pieces: a path needs one edge loop or one chain")
     return order + [first] if not ends else order
-
-
-# ---- A path from points: the path file of `bake --path` ---------------------------------------
-
-class PathLeg:
-    """One move of a path made of points: from `start` to `end` (4x4 tool poses), by `move`
-    (JOINT, LINEAR or CIRCULAR through `via`), taking `seconds` with the ramps of `ramp`."""
-
-    def __init__(self, start: np.ndarray, end: np.ndarray, move: str, via, seconds: float, ramp: float):
-        self.start, self.end, self.move, self.ramp = start, end, move, ramp
-        self.via = None if via is None else np.asarray(via, dtype=float)
-        self.seconds = float(seconds)
-        # what every frame of the leg shares, worked out once (a 10,000-frame path: 2.3 s -> well under 1 s)
-        self._rotations = matrix_quaternion(start[:3, :3]), matrix_quaternion(end[:3, :3])
-        self._circle = circle(start[:3, 3], self.via, end[:3, 3]) if move == "CIRCULAR" and via is not None else None
-
-    def pose(self, u: float) -> np.ndarray:
-        """The tool's pose at time fraction `u` of the leg, as move_pose gives it. A Joint leg
-        moves as a keyed control does between two rows of a targets CSV (on the line, turning on
-        the shortest arc), with no promise of a constant speed: that is Linear's and Circular's."""
-        s = progress(u, self.ramp)
-        if self._circle is not None:
-            return _circular_at(self._circle, *self._rotations, s)
-        return _linear_at(self.start, self.end, *self._rotations, s)
-
-
-def _turn_angle(a: np.ndarray, b: np.ndarray) -> float:
-    cosine = (np.trace(_orthonormal(a).T @ _orthonormal(b)) - 1.0) / 2.0
-    return float(np.arccos(np.clip(cosine, -1.0, 1.0)))
-
-
-def path_legs(poses, moves, vias, speed: float, ramp: float = 0.1, approach: float = 0.0, retract: float = 0.0,
-              turn_speed: float = np.pi / 2) -> list[PathLeg]:
-    """The legs of a path through `poses` (4x4 tool poses, two or more): leg i goes from poses[i]
-    to poses[i + 1] by moves[i] (through vias[i] for a Circular one), at `speed` m/s between
-    ramps of `ramp` of its time at each end, so its time is length / ((1 - ramp) speed) (a leg
-    that only turns takes its angle at `turn_speed` rad/s instead, whichever is longer). An
-    approach of `approach` metres comes first: a Linear leg in along the first pose's tool axis
-    (its Z), from that far back; a retract of `retract` metres last, back out along the last
-    pose's Z. Why per leg and not one ramp for the whole path: each point is where the tool stops,
-    as a robot program's points are."""
-    poses = [np.asarray(p, dtype=float) for p in poses]
-    legs_from = []
-    if approach > 0.0:
-        back = poses[0].copy()
-        back[:3, 3] = with_approach([poses[0][:3, 3]], poses[0][:3, 2], approach, 0.0)[0]
-        legs_from.append((back, poses[0], "LINEAR", None))
-    for i, (move, via) in enumerate(zip(moves, vias)):
-        legs_from.append((poses[i], poses[i + 1], move, via))
-    if retract > 0.0:
-        out = poses[-1].copy()
-        out[:3, 3] = with_approach([poses[-1][:3, 3]], poses[-1][:3, 2], 0.0, retract)[-1]
-        legs_from.append((poses[-1], out, "LINEAR", None))
-    legs = []
-    cruise = 1.0 - min(max(float(ramp), 0.0), 0.5)
-    for start, end, move, via in legs_from:
-        length = segment_length(start, end, move, via)
-        seconds = max(length / speed, _turn_angle(start[:3, :3], end[:3, :3]) / turn_speed) / cruise
-        legs.append(PathLeg(start, end, move, via, seconds, ramp))
-    return legs
-
-
-def path_frames(legs: list[PathLeg], fps: float, first_frame: int = 1) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(frames, the tool's pose at each): every whole frame from `first_frame` until the last leg
-    ends (the last frame holds the end pose). A frame's pose depends only on its time, so the
-    same file gives the same poses wherever it is baked."""
-    ends = np.cumsum([leg.seconds for leg in legs])
-    total = float(ends[-1]) if len(ends) else 0.0
-    count = int(np.ceil(total * fps - 1e-9)) + 1
-    frames = np.arange(first_frame, first_frame + count)
-    poses = []
-    for k in range(count):
-        t = min(k / fps, total)
-        i = int(min(np.searchsorted(ends, t, side="right"), len(legs) - 1))
-        begin = ends[i] - legs[i].seconds
-        u = (t - begin) / legs[i].seconds if legs[i].seconds > 0 else 1.0
-        poses.append(legs[i].pose(u))
-    return frames, poses
