@@ -144,12 +144,18 @@ def shot_signature(tree, program, step, rig, scene) -> bytes:
         if curves:
             for part in _curve_bytes(curves):
                 h.update(part)
-        else:
+        elif not len(getattr(obj, "kinema_grasps", ())):  # a grasped object's pose comes from its grasp track (below)
             h.update(np.array(obj.matrix_world, dtype=float).tobytes())
         vertices = np.empty(3 * len(obj.data.vertices), dtype=np.float32)
         obj.data.vertices.foreach_get("co", vertices)
         h.update(vertices.tobytes())
         h.update(getattr(obj, "kinema_collision_shape", "").encode())
+    for obj in scene.objects:  # grasp tracks: what the rig carries, and when, is an obstacle of the plan too
+        events = getattr(obj, "kinema_grasps", ())
+        if len(events):
+            h.update(obj.name.encode())
+            h.update(repr([(e.frame, e.kind, e.holder.name if e.holder else "", e.link, tuple(e.matrix)) for e in events]).encode())
+            h.update(repr(tuple(obj.kinema_grasp_rest)).encode())
     return h.digest()
 
 
@@ -159,7 +165,8 @@ def _segment_key(program, step, inputs, first: int, last: int, limits, fps: floa
     controls = np.array([[np.full((4, 4), np.nan) if i.controls.get(n) is None else i.controls[n] for n in names]
                          for i in inputs])
     worlds = [(i.values.get(step.node) or {}).get("world") for i in inputs]
-    links = repr([sorted(i.links.items()) for i in inputs])
+    carried = [(i.values.get(step.node) or {}).get("carried") or () for i in inputs]  # what a grasp holds, frame by frame
+    links = repr([sorted(i.links.items()) for i in inputs]) + repr(carried)
     return segment_key(step.robot.fingerprint, first, last, controls, worlds, _settings(program, step) + links, limits, fps)
 
 
