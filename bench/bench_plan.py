@@ -41,6 +41,14 @@ from kinema_nodes.core.plan.between_keys import PLANNING_BUDGET_S  # noqa: E402
 from kinema_nodes.core.shot.limits import limits_for  # noqa: E402
 
 MARGIN = 0.01
+#: Where configurations are drawn, for a robot whose joint limits take in poses no path joins:
+#: the UR5's joints turn +-2 pi, so a start with the shoulder lifted past the vertical one way and
+#: a goal past it the other cannot be joined without the upper arm sweeping through the floor (the
+#: problem is not feasible). Its draws keep the joints within +-pi and the upper arm above the
+#: shoulder's horizontal (shoulder_lift in [-pi, 0]), one connected region, as UR's own "limited"
+#: description does for the first.
+SAMPLED = {"ur5": (np.array([-np.pi, -np.pi, -np.pi, -np.pi, -np.pi, -np.pi]), np.array([np.pi, 0.0, np.pi, np.pi, np.pi, np.pi]))}
+TITLES = {"panda": "Panda", "ur5": "UR5 (6 axes)", "baxter": "Baxter (dual arm, 14 arm joints planned together)"}
 FPS = 24.0
 FRAMES = 49
 
@@ -61,13 +69,21 @@ SCENES = {
 
 
 def problems(robot, avoid: Avoid, count: int, rng: np.random.Generator, checker) -> list[tuple[np.ndarray, np.ndarray]]:
-    """`count` (start, goal) pairs: both clear by the margin, the straight path between them not."""
-    rest = np.clip(np.zeros(robot.dof), robot.lower, robot.upper)
-    rest[-1] = 0.02
+    """`count` (start, goal) pairs: both clear by the margin, the straight path between them not.
+    The joints a plan may move (`default_free_joints`: the revolute ones) are drawn at random; the
+    others (fingers) stay at their mid values."""
+    from kinema_nodes.core.plan.between_keys import default_free_joints
+
+    rest = np.clip(robot.mid_configuration(), robot.lower, robot.upper)
+    free = default_free_joints(robot)
+    held = np.setdiff1d(np.arange(robot.dof), free)
+    if robot.name == "panda":  # the runs in RESULTS.md before --robot: fingers at 0.02, the same problems
+        rest[held] = 0.02
+    box = SAMPLED.get(robot.name)
     valid = []
     while len(valid) < 6 * count:
-        q = robot.random_configurations(1, rng)[0]
-        q[7:] = rest[7:]
+        q = robot.random_configurations(1, rng)[0] if box is None else rng.uniform(box[0], box[1])
+        q[held] = rest[held]
         if checker.distance(q) >= MARGIN:
             valid.append(q)
     out = []
@@ -87,11 +103,12 @@ def main(argv=None) -> int:
     parser.add_argument("--fcl", type=int, default=5, help="planned problems per scene checked with FCL (10 samples between frames)")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--scenes", nargs="*", default=list(SCENES))
+    parser.add_argument("--robot", default="panda", help="panda (7 axes), ur5 (6 axes) or baxter (two 7-axis arms)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     from kinema_nodes.core.plan.between_keys import _Checker
 
-    robot = load_robot("panda")
+    robot = load_robot(args.robot)
     limits = limits_for(robot, max_acceleration=10.0, max_jerk=100.0)
     import ompl
 
@@ -132,9 +149,10 @@ def main(argv=None) -> int:
                     f"{fcl_bad} of {fcl_checked} | {wall:.0f} |")
         print(rows[-1], flush=True)
     lines = [
-        "## Plan Between Keys: Panda, OMPL RRTConnect over the capsule checker (`bench/bench_plan.py`)",
+        f"## Plan Between Keys: {TITLES.get(args.robot, args.robot)}, OMPL RRTConnect over the capsule checker (`bench/bench_plan.py`)",
         "",
-        f"Command: `python bench/bench_plan.py --problems {args.problems} --fcl {args.fcl} --seed {args.seed}`  ",
+        f"Command: `python bench/bench_plan.py --problems {args.problems} --fcl {args.fcl} --seed {args.seed}"
+        f"{'' if args.robot == 'panda' else ' --robot ' + args.robot}`  ",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; Python {platform.python_version()}, "
         f"NumPy {np.__version__}, ompl {getattr(ompl, '__version__', '2.0.1')}. Load average (1 min) at start / end: "
         f"{load_start:.1f} / {os.getloadavg()[0]:.1f} (a machine shared with other work). Each problem: start and goal clear "
@@ -151,7 +169,7 @@ def main(argv=None) -> int:
         "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
     ]
-    return publish("plan", lines, write=not args.no_write)
+    return publish("plan" if args.robot == "panda" else f"plan_{args.robot}", lines, write=not args.no_write)
 
 
 if __name__ == "__main__":
