@@ -320,4 +320,19 @@ def rig_trajectory(rig, scene=None, frames: tuple[int, int] | None = None, **ove
     limits = rig_limits(rig, robot, **overrides)
     fps = scene_fps(scene)
     report = check_limits(numbers, q, limits, fps)
-    return trajectory_for(robot, rig.data.kinema.urdf_text, numbers, q, fps, limits, report)
+    return trajectory_for(robot, rig.data.kinema.urdf_text, numbers, q, fps, limits, report, rig_tools(rig, robot))
+
+
+def rig_tools(rig, robot) -> list[dict]:
+    """The Tools of the rig's tree, as exports name them (their link, or the robot's tool point
+    when a Tool names none), in node-name order."""
+    from ..core.shot.export import tool_entry
+    from .edit import rig_tree
+
+    tree = rig_tree(rig)
+    if tree is None:
+        return []
+    found = []
+    for node in sorted((n for n in tree.nodes if getattr(n, "kind", "") == "tool" and not n.mute), key=lambda n: n.name):
+        found.append(tool_entry(node.name, node.link_name or robot.tool_point, tuple(node.offset_location), node.offset_wxyz()))
+    return found

@@ -661,3 +661,49 @@ def test_a_blend_radius_rounds_the_key_between_a_linear_and_a_circular_move(blen
     arc = [f for f in frames if KEYS[1] + tau <= f <= KEYS[2]]
     radius_error = max(abs(np.linalg.norm(points[f] - centre) - radius) for f in arc)
     assert radius_error <= 1e-4, f"radius error {radius_error * 1e3:.4f} mm"
+
+
+def test_exports_name_the_tool(blender, tmp_path):
+    """#30 item 1, "exports name it": after Set Up Tool and Bake, Export Trajectory's CSV, JSON and
+    ROS 2 YAML name the Tool, its link and its offset, read back by each format's own reader
+    (csv, json, yaml); the offset to 1e-9 of what the Tool node holds."""
+    import csv
+    import json
+
+    import yaml
+
+    bpy = blender
+    from kinema_nodes.blender.path_moves import tool_offset
+    from kinema_nodes.core.paths import matrix_quaternion
+
+    rig, robot, target, tool, solver, via = _traced_rig(bpy, "ur5")
+    bpy.context.view_layer.objects.active = rig
+    assert bpy.ops.kinema.bake() == {"FINISHED"}
+    offset = tool_offset(tool)
+    want_xyz, want_wxyz = offset[:3, 3], matrix_quaternion(offset[:3, :3])
+
+    def same(entry):
+        assert entry["link"] == "wrist_3_link" and entry["name"] == tool.name
+        assert np.allclose(entry["offset_xyz"], want_xyz, atol=1e-9)
+        assert np.allclose(entry["offset_wxyz"], want_wxyz, atol=1e-9) or np.allclose(entry["offset_wxyz"], -want_wxyz, atol=1e-9)
+
+    out = tmp_path / "shot.json"
+    assert bpy.ops.kinema.export_trajectory(filepath=str(out), format="json") == {"FINISHED"}
+    (entry,) = json.loads(out.read_text())["tools"]
+    same(entry)
+
+    out = tmp_path / "shot.csv"
+    assert bpy.ops.kinema.export_trajectory(filepath=str(out), format="csv") == {"FINISHED"}
+    with open(out, newline="") as handle:
+        comment = next(csv.reader(handle))
+    line = ",".join(comment)
+    assert f"tool: {tool.name} on wrist_3_link at (" in line, line
+    numbers = [float(v) for v in line.split(" at (")[1].split(")")[0].split(",")]
+    assert np.allclose(numbers, want_xyz, atol=1e-6)  # the comment's 6 significant figures
+
+    out = tmp_path / "shot.yaml"
+    assert bpy.ops.kinema.export_trajectory(filepath=str(out), format="ros2", replace_bag=True) == {"FINISHED"}
+    yaml_file = next(p for p in tmp_path.iterdir() if p.suffix == ".yaml")
+    text = yaml_file.read_text()
+    assert text.startswith(f"# tool: {tool.name} on wrist_3_link")
+    assert yaml.safe_load(text)["joint_names"] == list(robot.actuated_joint_names)  # still the message

@@ -14,6 +14,10 @@ continuous joints, m for prismatic ones) and the frame rate:
 - ``mujoco``: ``qpos`` (frames x model.nq) in an ``.npz``, ordered for a given MJCF model's
   joints, with the model's joint names and each one's qpos address beside it.
 
+Each names the rig's Tools (#30: a tool centre point is an offset from a link): the CSV's comment
+line, the JSON's "tools", a comment atop the ROS 2 YAML, and the npz's tool_names, tool_links and
+tool_offsets (x, y, z, w, x, y, z). A rosbag2 message has no field for it.
+
 Every file is written to a temporary beside its target and moved over it when complete
 (`core.files`), so a failure leaves no partial file and the old one as it was.
 """
@@ -59,6 +63,9 @@ class Trajectory:
     limits: Limits | None = None
     report: LimitReport | None = None
     mimics: tuple[tuple[str, str, float, float], ...] = ()  # (joint, source, multiplier, offset)
+    #: The rig's Tools (#30: "exports name it"): each {"name", "link", "offset_xyz" (m), "offset_wxyz"},
+    #: the tool centre point's pose in its link's frame, so a reader can put the tool where the shot had it.
+    tools: tuple[dict, ...] = ()
 
     def __post_init__(self) -> None:
         q = np.asarray(self.joints, dtype=float)
@@ -93,12 +100,25 @@ class Trajectory:
 
 
 def trajectory_for(robot: RobotModel, urdf_text: str, frames, joints, fps: float, limits: Limits | None = None,
-                   report: LimitReport | None = None) -> Trajectory:
+                   report: LimitReport | None = None, tools=()) -> Trajectory:
     """A Trajectory of `robot`'s actuated joints (configuration order = the URDF's order)."""
     mimics = tuple((j.name, j.mimic.joint, float(j.mimic.multiplier), float(j.mimic.offset))
                    for j in robot.joints if j.is_movable and j.mimic is not None)
     return Trajectory(robot.name, urdf_text, tuple(robot.actuated_joint_names), tuple(bool(p) for p in robot.is_prismatic),
-                      float(fps), np.asarray(frames, dtype=float), np.asarray(joints, dtype=float), limits, report, mimics)
+                      float(fps), np.asarray(frames, dtype=float), np.asarray(joints, dtype=float), limits, report, mimics,
+                      tuple(tools))
+
+
+def tool_entry(name: str, link: str, offset_xyz, offset_wxyz) -> dict:
+    """One Tool as the exports name it (plain floats: JSON, CSV and npz all carry it)."""
+    return {"name": str(name), "link": str(link), "offset_xyz": [float(v) for v in offset_xyz],
+            "offset_wxyz": [float(v) for v in offset_wxyz]}
+
+
+def _tools_text(trajectory: Trajectory) -> str:
+    """The Tools for a one-line comment: 'NAME on LINK at (x, y, z) m, wxyz (w, x, y, z)', '; '-joined."""
+    return " | ".join(f"{t['name']} on {t['link']} at ({', '.join(f'{v:.6g}' for v in t['offset_xyz'])}) m, "
+                      f"wxyz ({', '.join(f'{v:.6g}' for v in t['offset_wxyz'])})" for t in trajectory.tools)
 
 
 def _units_line(trajectory: Trajectory) -> str:
@@ -117,7 +137,8 @@ def write_csv(path: str | Path, trajectory: Trajectory) -> Path:
     """``# robot ..., fps ..., units ...`` then ``time_s,<joint names>``, one row per frame."""
     path = check_output_path(path, "--out")
     comment = (f"# robot: {trajectory.robot_name}; fps: {trajectory.fps:g}; frames: {int(trajectory.frames[0])}"
-               f"-{int(trajectory.frames[-1])}; units: {_units_line(trajectory)}; urdf sha256: {trajectory.urdf_sha256}")
+               f"-{int(trajectory.frames[-1])}; units: {_units_line(trajectory)}; urdf sha256: {trajectory.urdf_sha256}"
+               + (f"; tool: {_tools_text(trajectory)}" if trajectory.tools else ""))
     table = np.column_stack([trajectory.times, trajectory.joints])
     with atomic_write(path, "w", "--out", newline="") as handle:
         handle.write(comment.replace("\n", " ") + "\n")
@@ -154,6 +175,7 @@ def trajectory_dict(trajectory: Trajectory, velocities: bool = False) -> dict:
         "limits_checked": trajectory.report is not None,
         "violations": checks,
         "positions": trajectory.joints.tolist(),
+        "tools": [dict(t) for t in trajectory.tools],
     }
     if velocities:
         data["velocities"] = trajectory.velocities().tolist()
@@ -172,7 +194,8 @@ def write_json(path: str | Path, trajectory: Trajectory, velocities: bool = Fals
 def joint_trajectory_yaml(trajectory: Trajectory, velocities: bool = True, frame_id: str = "") -> str:
     """The message as ``ros2 topic echo`` prints it (and ``ros2 topic pub`` reads it)."""
     speeds = trajectory.velocities().tolist() if velocities else None
-    lines = ["header:", "  stamp:", "    sec: 0", "    nanosec: 0", f"  frame_id: {json.dumps(frame_id)}", "joint_names:"]
+    lines = [f"# tool: {_tools_text(trajectory)}"] if trajectory.tools else []  # a comment: the message has no field for it
+    lines += ["header:", "  stamp:", "    sec: 0", "    nanosec: 0", f"  frame_id: {json.dumps(frame_id)}", "joint_names:"]
     lines += [f"- {json.dumps(name)}" for name in trajectory.joint_names]
     lines.append("points:")
     seconds, nanoseconds = _durations(trajectory.times)
@@ -460,7 +483,10 @@ def mujoco_qpos(trajectory: Trajectory, model_path: str | Path) -> dict:
     return {"qpos": qpos, "joint_names": np.array(names), "qpos_address": np.array(addresses, dtype=np.int64),
             "matched": np.array(matched), "unmatched": np.array(unmatched, dtype=str), "time_s": trajectory.times,
             "frames": trajectory.frames, "fps": np.float64(trajectory.fps), "robot": np.array(trajectory.robot_name),
-            "model": np.array(str(model_path.resolve())), "nq": np.int64(model.nq)}
+            "model": np.array(str(model_path.resolve())), "nq": np.int64(model.nq),
+            "tool_names": np.array([t["name"] for t in trajectory.tools], dtype=str),
+            "tool_links": np.array([t["link"] for t in trajectory.tools], dtype=str),
+            "tool_offsets": np.array([[*t["offset_xyz"], *t["offset_wxyz"]] for t in trajectory.tools], dtype=float).reshape(-1, 7)}
 
 
 def write_mujoco(path: str | Path, trajectory: Trajectory, model_path: str | Path) -> tuple[Path, dict]:
