@@ -96,15 +96,11 @@ def _key_points(bpy, rig, target):
     return {key: _control_at(bpy, rig, target, key) for key in KEYS}
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_linear_and_circular_moves_bake_straight_round_and_at_constant_speed(blender, name):
-    bpy = blender
-    from kinema_nodes.blender.tool_setup import tool_segments
+def _scrub_both_ways_and_bake(bpy, rig, robot, solver, frames):
+    """(played, baked): the joints on each frame scrubbed forward then back (every frame converged;
+    both visits within SAME_ANSWER), and after Bake. Both checked here: scrubbing and baking agree."""
     from kinema_nodes.blender.rig import read_joint_values
 
-    rig, robot, target, tool, solver, via = _traced_rig(bpy, name)
-    keys = _key_points(bpy, rig, target)
-    frames = range(KEYS[0], KEYS[-1] + 1)
     played = {}
     for f in [*frames, *reversed(frames)]:
         bpy.context.scene.frame_set(f)
@@ -112,12 +108,7 @@ def test_linear_and_circular_moves_bake_straight_round_and_at_constant_speed(ble
         played.setdefault(f, []).append(read_joint_values(rig, robot).copy())
     spread = max(float(np.max(np.ptp(np.array(qs), axis=0))) for qs in played.values())
     assert spread <= SAME_ANSWER, f"scrubbing forward and back differ by {spread} rad"
-
-    bpy.context.scene.frame_set(KEYS[0])
-    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
-    found = tool_segments(target, rig, fps)
-    assert [s["move"] for s in found] == ["LINEAR", "CIRCULAR"]
-
+    bpy.context.scene.frame_set(frames[0])
     bpy.context.view_layer.objects.active = rig
     assert bpy.ops.kinema.bake() == {"FINISHED"}
     baked = {}
@@ -126,6 +117,22 @@ def test_linear_and_circular_moves_bake_straight_round_and_at_constant_speed(ble
         baked[f] = read_joint_values(rig, robot).copy()
     gap = max(float(np.max(np.abs(baked[f] - played[f][0]))) for f in frames)
     assert gap <= SAME_ANSWER, f"bake differs from playback by {gap} rad"
+    return played, baked
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_linear_and_circular_moves_bake_straight_round_and_at_constant_speed(blender, name):
+    bpy = blender
+    from kinema_nodes.blender.tool_setup import tool_segments
+
+    rig, robot, target, tool, solver, via = _traced_rig(bpy, name)
+    keys = _key_points(bpy, rig, target)
+    frames = range(KEYS[0], KEYS[-1] + 1)
+    bpy.context.scene.frame_set(KEYS[0])
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    found = tool_segments(target, rig, fps)
+    assert [s["move"] for s in found] == ["LINEAR", "CIRCULAR"]
+    _, baked = _scrub_both_ways_and_bake(bpy, rig, robot, solver, frames)
 
     points = {f: p[:3, 3] for f, p in _tool_points(robot, tool, baked).items()}
     for key in KEYS:  # the keys stay where the animator put them
@@ -611,7 +618,6 @@ def test_a_blend_radius_rounds_the_key_between_a_linear_and_a_circular_move(blen
     radius; the first and last keys are reached (2e-5 m); scrubbing and baking agree (2.4e-7 rad)."""
     bpy = blender
     from kinema_nodes.blender.path_moves import ControlKeys, keyed_moves
-    from kinema_nodes.blender.rig import read_joint_values
     from kinema_nodes.blender.tool_setup import tool_segments
 
     rig, robot, target, tool, solver, via = _traced_rig(bpy, "ur5")
@@ -619,19 +625,7 @@ def test_a_blend_radius_rounds_the_key_between_a_linear_and_a_circular_move(blen
     blend = 0.015
     tool.blend_radius = blend
     frames = range(KEYS[0], KEYS[-1] + 1)
-    played = {}
-    for f in [*frames, *reversed(frames)]:
-        bpy.context.scene.frame_set(f)
-        assert solver.summary.startswith("converged"), (f, solver.summary)
-        played.setdefault(f, []).append(read_joint_values(rig, robot).copy())
-    bpy.context.view_layer.objects.active = rig
-    assert bpy.ops.kinema.bake() == {"FINISHED"}
-    baked = {}
-    for f in frames:
-        bpy.context.scene.frame_set(f)
-        baked[f] = read_joint_values(rig, robot).copy()
-    gap = max(float(np.max(np.abs(baked[f] - q))) for f in frames for q in played[f])
-    assert gap <= SAME_ANSWER, f"bake and scrubbing differ by {gap} rad"
+    _, baked = _scrub_both_ways_and_bake(bpy, rig, robot, solver, frames)
 
     points = {f: p[:3, 3] for f, p in _tool_points(robot, tool, baked).items()}
     for key in (KEYS[0], KEYS[-1]):
