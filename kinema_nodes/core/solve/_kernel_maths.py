@@ -70,6 +70,12 @@ DRIFT_LIMIT = 1e-3
 #: test: from a far posture the descent crawls past a limit for a while, then arrives (talos_reduced's
 #: arm: stalled at 20 iterations, converged at 34).
 POSTURE_SEED_ITERATIONS = 100
+#: The descent from the posture runs on chains of at least this many free joints (two spare on a
+#: full pose): the humanoid chains whose slide had two minima have three and four spare (#29). On a
+#: 7-axis arm (one spare) the slide from the frame before was never seen to part (the zoo's 7-axis
+#: arms scrubbed both ways before the descent existed), and the descent cost its live frame about
+#: 0.08 ms, a third of it (bench_live --plain, Panda: 0.26-0.33 ms against 0.18-0.20 without).
+POSTURE_SEED_MIN_JOINTS = 8
 #: The Newton return onto the family stops below this error (m, rad), or after RETURN_STEPS.
 PROJECTED = 1e-11
 #: A slide step whose return ends further off than this (m, rad) is shortened.
@@ -1120,6 +1126,8 @@ def _settle_by_inputs(data, ints, floats, q, tpos, trot, twt, posture, tol_p, to
         return iterations, False
     free, lower, upper = data[17], data[18], data[19]
     k = free.shape[0]
+    if k < POSTURE_SEED_MIN_JOINTS:
+        return iterations, True
     seeded = q.copy()
     for c in range(k):
         seeded[free[c]] = min(max(posture[c], lower[c]), upper[c])
