@@ -43,7 +43,7 @@ from results_file import publish  # noqa: E402
 from kinema_nodes.core.collision import Avoid  # noqa: E402
 from kinema_nodes.core.model.loading import load_robot  # noqa: E402
 from kinema_nodes.core.plan import densify, plan_between_keys  # noqa: E402
-from kinema_nodes.core.plan.between_keys import (CHECK_STEP, PLANNING_BUDGET_S, _Checker, _plan_ompl,  # noqa: E402
+from kinema_nodes.core.plan.between_keys import (CHECK_STEP, PLANNING_BUDGET_S, _Checker, plan_path,  # noqa: E402
                                                  default_free_joints, segment_seed)
 from kinema_nodes.core.shot.limits import limits_for  # noqa: E402
 
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
             seed = segment_seed(robot, start, goal, free, avoid, FRAMES)
             lengths = []
             for extra in range(11):  # ours, then 10 more seeds: 10x the time
-                path = _plan_ompl(robot, _memo_checker(robot, avoid), start, goal, free, (seed + extra * 7919) % (2 ** 31 - 1) + 1
+                path = plan_path(robot, _memo_checker(robot, avoid), start, goal, free, (seed + extra * 7919) % (2 ** 31 - 1) + 1
                                   if extra else seed)
                 if path is not None:
                     lengths.append(_length(path))

@@ -241,6 +241,69 @@ def test_walk_answers_as_measuring_every_sample_does(panda, avoid):
     assert True in answers and False in answers  # both kinds of motion were tried
 
 
+SHELF = World((Box((0.3, 0.8, 0.02), (0.6, 0.0, 0.25, 1.0, 0.0, 0.0, 0.0), "lower board"),
+               Box((0.3, 0.8, 0.02), (0.6, 0.0, 0.55, 1.0, 0.0, 0.0, 0.0), "upper board"),
+               Box((0.02, 0.8, 0.8), (0.75, 0.0, 0.4, 1.0, 0.0, 0.0, 0.0), "back")), ground=True)
+
+
+def test_the_compiled_walk_answers_as_the_python_loop(panda):
+    """One compiled call per motion (far box rows by their lower bound) against the loop that
+    measures sample by sample with every row exact: the same verdict on every motion."""
+    avoid = Avoid(True, SHELF, MARGIN)
+    compiled, loop = Certifier(panda, avoid), Certifier(panda, avoid)
+    loop._meter.walk = lambda *args: None  # the Python loop, where numba is missing
+    assert compiled._meter.walk(START, GOAL - START, 10, 1.0, 1.0, np.zeros(1, bool), np.zeros(1), MARGIN) is not None or \
+        pytest.skip("numba is not available")
+    rng = np.random.default_rng(3)
+    verdicts = []
+    for a in panda.random_configurations(60, rng):
+        b = np.clip(a + np.r_[rng.normal(0.0, 0.8, 7), 0.0], panda.lower, panda.upper)
+        (clear, least), (loop_clear, loop_least) = compiled.walk(a, b, CHECK_STEP), loop.walk(a, b, CHECK_STEP)
+        assert clear == loop_clear
+        assert least >= min(loop_least, 0.15) - 1e-12 or not clear  # a far row's bound stays beyond WALK_FAR
+        verdicts.append(clear)
+    assert True in verdicts and False in verdicts
+
+
+def test_a_far_box_row_s_bound_is_never_above_its_distance(panda):
+    from kinema_nodes.core.collision import _kernel
+
+    rng = np.random.default_rng(9)
+    rot = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    centre, half = np.array([0.3, -0.2, 0.5]), np.array([0.2, 0.05, 0.4])
+    point, normal = np.empty(3), np.empty(3)
+    for _ in range(500):
+        a = centre + rng.normal(0.0, 0.6, 3)
+        b = a + rng.normal(0.0, 0.3, 3)
+        exact = _kernel._segment_box(a, b, rot, centre, half, point, normal)
+        assert _kernel._box_bound(a, b, rot, centre, half) <= exact + 1e-12
+
+
+def test_a_long_first_path_is_planned_again_and_the_shortest_kept(panda, avoid):
+    from kinema_nodes.core.plan import between_keys
+
+    start, goal = START.copy(), GOAL.copy()
+    free = between_keys.default_free_joints(panda)
+    seed = between_keys.segment_seed(panda, start, goal, free, avoid, 24)
+
+    def plan(tries):
+        checker = between_keys._Checker(panda, avoid)
+        checker.memo = {}
+        saved = between_keys.PLAN_TRIES
+        between_keys.PLAN_TRIES = tries
+        try:
+            return between_keys.plan_path(panda, checker, start, goal, free, seed)
+        finally:
+            between_keys.PLAN_TRIES = saved
+
+    first, best = plan(1), plan(between_keys.PLAN_TRIES)
+    length = lambda path: float(np.linalg.norm(np.diff(path[:, free], axis=0), axis=1).sum())  # noqa: E731
+    straight = float(np.linalg.norm(goal[free] - start[free]))
+    assert length(first) > between_keys.RETRY_ABOVE * straight  # the first path goes the long way round the box here
+    assert length(best) < length(first)
+    assert np.array_equal(best, plan(between_keys.PLAN_TRIES))  # the same tries, bit for bit
+
+
 def test_the_planned_path_is_clear_at_every_dense_sample_measured(panda, avoid, planned):
     certifier = Certifier(panda, avoid)
     assert min(certifier.distance(q) for q in densify(planned.waypoints, CHECK_STEP)) >= MARGIN

@@ -63,15 +63,16 @@ def _fk(q, steps_i, steps_f, link_count, root, poses, origins, axes):
 
 
 def _closest(p1, q1, p2, q2, out1, out2):
-    """Segment-to-segment closest points, the NumPy form's formula (`segment_closest`)."""
-    d1 = q1 - p1
-    d2 = q2 - p2
-    r = p1 - p2
-    a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
-    e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
-    f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2]
-    c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2]
-    b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
+    """Segment-to-segment closest points, the NumPy form's formula (`segment_closest`); in scalars
+    (an array expression allocates, and this runs for every pair of every measurement)."""
+    d10, d11, d12 = q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2]
+    d20, d21, d22 = q2[0] - p2[0], q2[1] - p2[1], q2[2] - p2[2]
+    r0, r1, r2 = p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]
+    a = d10 * d10 + d11 * d11 + d12 * d12
+    e = d20 * d20 + d21 * d21 + d22 * d22
+    f = d20 * r0 + d21 * r1 + d22 * r2
+    c = d10 * r0 + d11 * r1 + d12 * r2
+    b = d10 * d20 + d11 * d21 + d12 * d22
     eps = 1e-14
     denom = a * e - b * b
     if denom > eps * max(a * e, eps):
@@ -86,9 +87,8 @@ def _closest(p1, q1, p2, q2, out1, out2):
     if t < 0.0 or t > 1.0:
         t = min(max(t, 0.0), 1.0)
         s = 0.0 if a <= eps else min(max((b * t - c) / a, 0.0), 1.0)
-    for k in range(3):
-        out1[k] = p1[k] + s * d1[k]
-        out2[k] = p2[k] + t * d2[k]
+    out1[0], out1[1], out1[2] = p1[0] + s * d10, p1[1] + s * d11, p1[2] + s * d12
+    out2[0], out2[1], out2[2] = p2[0] + t * d20, p2[1] + t * d21, p2[2] + t * d22
 
 
 def _sdf(lx, ly, lz, hx, hy, hz):
@@ -99,23 +99,23 @@ def _sdf(lx, ly, lz, hx, hy, hz):
 
 def _segment_box(a, b, rot, centre, half, point, normal):
     """Returns the signed distance; fills the segment point and the outward normal (world)."""
-    al = np.empty(3)
-    abl = np.empty(3)
-    for k in range(3):
-        acc = 0.0
-        acc2 = 0.0
-        for m in range(3):
-            acc += rot[m, k] * (a[m] - centre[m])
-            acc2 += rot[m, k] * (b[m] - a[m])
-        al[k] = acc
-        abl[k] = acc2
+    # the segment in the box's frame, in scalars (no array allocated per pair)
+    al0 = al1 = al2 = abl0 = abl1 = abl2 = 0.0
+    for m in range(3):
+        am, bm = a[m] - centre[m], b[m] - a[m]
+        al0 += rot[m, 0] * am
+        al1 += rot[m, 1] * am
+        al2 += rot[m, 2] * am
+        abl0 += rot[m, 0] * bm
+        abl1 += rot[m, 1] * bm
+        abl2 += rot[m, 2] * bm
     hx, hy, hz = half[0], half[1], half[2]
     step = 1.0 / (SAMPLES - 1)
     kbest = 0
     fbest = np.inf
     for i in range(SAMPLES):
         t = i * step
-        f = _sdf(al[0] + t * abl[0], al[1] + t * abl[1], al[2] + t * abl[2], hx, hy, hz)
+        f = _sdf(al0 + t * abl0, al1 + t * abl1, al2 + t * abl2, hx, hy, hz)
         if f < fbest:
             fbest = f
             kbest = i
@@ -123,8 +123,8 @@ def _segment_box(a, b, rot, centre, half, point, normal):
     hi = min(kbest * step + step, 1.0)
     x1 = hi - GOLDEN * (hi - lo)
     x2 = lo + GOLDEN * (hi - lo)
-    f1 = _sdf(al[0] + x1 * abl[0], al[1] + x1 * abl[1], al[2] + x1 * abl[2], hx, hy, hz)
-    f2 = _sdf(al[0] + x2 * abl[0], al[1] + x2 * abl[1], al[2] + x2 * abl[2], hx, hy, hz)
+    f1 = _sdf(al0 + x1 * abl0, al1 + x1 * abl1, al2 + x1 * abl2, hx, hy, hz)
+    f2 = _sdf(al0 + x2 * abl0, al1 + x2 * abl1, al2 + x2 * abl2, hx, hy, hz)
     for _ in range(REFINE):
         if f1 < f2:
             hi = x2
@@ -136,7 +136,7 @@ def _segment_box(a, b, rot, centre, half, point, normal):
             x1n = x2
             x2n = lo + GOLDEN * (hi - lo)
             moved = x2n
-        fm = _sdf(al[0] + moved * abl[0], al[1] + moved * abl[1], al[2] + moved * abl[2], hx, hy, hz)
+        fm = _sdf(al0 + moved * abl0, al1 + moved * abl1, al2 + moved * abl2, hx, hy, hz)
         if f1 < f2:
             f2 = f1
             f1 = fm
@@ -145,10 +145,10 @@ def _segment_box(a, b, rot, centre, half, point, normal):
             f2 = fm
         x1, x2 = x1n, x2n
     t = 0.5 * (lo + hi)
-    d = _sdf(al[0] + t * abl[0], al[1] + t * abl[1], al[2] + t * abl[2], hx, hy, hz)
+    d = _sdf(al0 + t * abl0, al1 + t * abl1, al2 + t * abl2, hx, hy, hz)
     if fbest < d:
         t = kbest * step
-    lx, ly, lz = al[0] + t * abl[0], al[1] + t * abl[1], al[2] + t * abl[2]
+    lx, ly, lz = al0 + t * abl0, al1 + t * abl1, al2 + t * abl2
     qx, qy, qz = abs(lx) - hx, abs(ly) - hy, abs(lz) - hz
     ox, oy, oz = max(qx, 0.0), max(qy, 0.0), max(qz, 0.0)
     norm = math.sqrt(ox * ox + oy * oy + oz * oz)
@@ -170,6 +170,19 @@ def _segment_box(a, b, rot, centre, half, point, normal):
         point[k] = a[k] + t * (b[k] - a[k])
         normal[k] = rot[k, 0] * gx + rot[k, 1] * gy + rot[k, 2] * gz
     return d
+
+
+def _box_bound(a, b, rot, centre, half):
+    """A lower bound of the segment a-b's signed distance to the box: its midpoint's, less half its
+    length (the box's signed distance changes no faster than the point moves)."""
+    l0 = l1 = l2 = 0.0
+    for m in range(3):
+        cm = 0.5 * (a[m] + b[m]) - centre[m]
+        l0 += rot[m, 0] * cm
+        l1 += rot[m, 1] * cm
+        l2 += rot[m, 2] * cm
+    e0, e1, e2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    return _sdf(l0, l1, l2, half[0], half[1], half[2]) - 0.5 * math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
 
 
 def _unit(gap, length, out):
@@ -202,10 +215,11 @@ def _capsule_gap(a0, a1, b0, b1, radii, gap, point_a, point_b, normal):
 
 
 def pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, cap_r, self_pairs, moving, world_a, world_b,
-                 world_r, box_rot, box_centre, box_half, ground, d, point_a, point_b, normal, origins, axes, poses):
+                 world_r, box_rot, box_centre, box_half, ground, far, d, point_a, point_b, normal, origins, axes, poses):
     """Fills d (N,), point_a, point_b, normal (N, 3), origins and axes (M, 3) and the link poses
     (L, 4, 4) in the NumPy form's pair order: self pairs, moving capsules x world capsules,
-    moving capsules x boxes, ground."""
+    moving capsules x boxes, ground. A capsule-box row whose cheap lower bound (`_box_bound`)
+    is above `far` gets that bound, without points or normal (inf: every row exact)."""
     _fk(q, steps_i, steps_f, link_count, root, poses, origins, axes)
     count = cap_link.shape[0]
     wa = np.empty((count, 3))
@@ -235,6 +249,12 @@ def pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, 
     for mi in range(moving.shape[0]):
         i = moving[mi]
         for w in range(box_half.shape[0]):
+            if far < np.inf:
+                bound = _box_bound(wa[i], wb[i], box_rot[w], box_centre[w], box_half[w]) - cap_r[i]
+                if bound > far:
+                    d[row] = bound
+                    row += 1
+                    continue
             sdf = _segment_box(wa[i], wb[i], box_rot[w], box_centre[w], box_half[w], point_a[row], normal[row])
             d[row] = sdf - cap_r[i]
             for k in range(3):
@@ -406,14 +426,72 @@ def hull_refine(poses, hull_local, piece_start, link_pieces, row_link_a, row_lin
                 normal[row, k] = -best_n[k]
 
 
+def walk_kernel(qa, delta, count, reach_a, reach_b, moving, inverse, margin, touching, refine, within, far, stack,
+                steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, cap_r, self_pairs, moving_caps, world_a, world_b,
+                world_r, box_rot, box_centre, box_half, ground, d, point_a, point_b, normal, origins, axes, poses,
+                hull_local, piece_start, link_pieces, row_link_a, row_link_b, row_set, set_points, set_start, set_radius):
+    """`certify.Certifier.walk`'s loop in one call: the samples k / count of the motion qa + delta,
+    the first left uncovered in the middle of each gap measured next (`pairs_kernel`, then
+    `hull_refine` when a row is within `within`, then the `touching` rows as +inf), each measured
+    sample covering those within (d - margin) * inverse of it on the `moving` rows (a box row
+    beyond `far` by its lower bound: it proves less, soundly). `reach_a`,
+    `reach_b`: the ends' reach in samples. Returns (clear by the margin, the least distance
+    measured, the number measured), as the Python loop does, sample for sample."""
+    least = np.inf
+    measured = 0
+    q = np.empty(qa.shape[0])
+    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = 0.0, reach_a, count, reach_b
+    top = 1
+    while top > 0:
+        top -= 1
+        k0, r0, k1, r1 = int(stack[top, 0]), stack[top, 1], int(stack[top, 2]), stack[top, 3]
+        lo = k0 + int(math.floor(r0)) + 1
+        hi = k1 - int(math.floor(r1)) - 1
+        if lo > hi:
+            continue
+        k = (lo + hi) // 2
+        t = k / count
+        for j in range(q.shape[0]):
+            q[j] = qa[j] + delta[j] * t
+        pairs_kernel(q, steps_i, steps_f, link_count, root, cap_link, cap_a, cap_b, cap_r, self_pairs, moving_caps, world_a,
+                     world_b, world_r, box_rot, box_centre, box_half, ground, far, d, point_a, point_b, normal, origins, axes,
+                     poses)
+        measured += 1
+        low = np.inf
+        for row in range(d.shape[0]):
+            if d[row] < low:
+                low = d[row]
+        if refine and low < within:
+            hull_refine(poses, hull_local, piece_start, link_pieces, row_link_a, row_link_b, row_set, set_points, set_start,
+                        set_radius, within, d, point_a, point_b, normal)
+        low = np.inf
+        reach = np.inf
+        for row in range(d.shape[0]):
+            if touching[row]:
+                d[row] = np.inf
+            low = min(low, d[row])
+            if moving[row]:
+                reach = min(reach, (d[row] - margin) * inverse[row])
+        if d.shape[0]:
+            least = min(least, low)
+            if low < margin:
+                return False, least, measured
+        r = min(max(0.0, reach) * count, count + 1.0)
+        stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3] = k, r, k1, r1
+        stack[top + 1, 0], stack[top + 1, 1], stack[top + 1, 2], stack[top + 1, 3] = k0, r0, k, r
+        top += 2
+    return True, least, measured
+
+
 _compiled = None
 _compiled_refine = None
+_compiled_walk = None
 _reason = "not built yet"
 
 
 def compiled():
     """The numba form of `pairs_kernel`, or None (and `reason()` says why)."""
-    global _compiled, _compiled_refine, _reason
+    global _compiled, _compiled_refine, _compiled_walk, _reason
     if _compiled is not None or _reason != "not built yet":
         return _compiled
     try:
@@ -425,14 +503,15 @@ def compiled():
         namespace = dict(globals())
         import types
 
-        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_unit", "_above_ground", "_capsule_gap", "pairs_kernel", "_separation", "_place", "_hull_gap",
-                     "hull_refine"):
+        for name in ("_fk", "_closest", "_sdf", "_segment_box", "_box_bound", "_unit", "_above_ground", "_capsule_gap", "pairs_kernel", "_separation", "_place", "_hull_gap",
+                     "hull_refine", "walk_kernel"):
             original = globals()[name]
             clone = types.FunctionType(original.__code__, namespace, name, original.__defaults__)
             clone.__module__ = __name__
             clone.__qualname__ = original.__qualname__
             namespace[name] = signed_njit(clone, nogil=True)
         _compiled, _compiled_refine, _reason = namespace["pairs_kernel"], namespace["hull_refine"], None
+        _compiled_walk = namespace["walk_kernel"]
     except Exception as exc:  # noqa: BLE001 - no numba, or a broken one: the NumPy form serves
         _compiled, _reason = None, f"numba could not be used ({type(exc).__name__}: {exc})"
     return _compiled
@@ -442,6 +521,12 @@ def compiled_refine():
     """The numba form of `hull_refine` (None where `compiled()` is None)."""
     compiled()
     return _compiled_refine
+
+
+def compiled_walk():
+    """The numba form of `walk_kernel` (None where `compiled()` is None)."""
+    compiled()
+    return _compiled_walk
 
 
 def reason() -> str | None:

@@ -163,8 +163,8 @@ def measure_pairs(robot: RobotModel, model: CollisionModel, kin: CollisionKinema
     self_pairs = model.self_pairs if avoid.self_ else _NO_PAIRS
     run(np.asarray(q, dtype=float), kin.steps_i, kin.steps_f, len(robot.links), kin.root, kin.capsule_link, model.a, model.b,
         model.radius, self_pairs, moving, world["caps_a"], world["caps_b"], world["caps_r"], world["box_rot"],
-        world["box_centre"], world["box_half"], bool(avoid.world is not None and avoid.world.ground), d, point_a, point_b,
-        normal, origins, axes, poses)
+        world["box_centre"], world["box_half"], bool(avoid.world is not None and avoid.world.ground), np.inf, d, point_a,
+        point_b, normal, origins, axes, poses)
     pairs = Pairs(d, cap_a, point_a, cap_b, point_b, normal, names)
     _refine(model, kin, avoid, pairs, poses, _kernel.compiled_refine())
     _allow_touching(kin, avoid, pairs)
@@ -292,6 +292,12 @@ def movable_rows(model: CollisionModel, kin: CollisionKinematics, avoid: Avoid, 
     return got
 
 
+#: In a motion's walk (`PairMeter.walk`), a capsule-box row whose cheap lower bound is beyond this
+#: (m) takes the bound instead of its distance: far rows prove a little less of the motion, and
+#: most of a measurement's time (the segment-box search) is saved.
+WALK_FAR = 0.15
+
+
 class PairMeter:
     """Each checked pair's distance at many configurations of one robot and `Avoid` (a planner
     measures thousands): `measure_pairs`'s rows by the same kernels, without building its `Pairs`,
@@ -301,6 +307,7 @@ class PairMeter:
     def __init__(self, robot: RobotModel, model: CollisionModel, kin: CollisionKinematics, avoid: Avoid):
         self.robot, self.model, self.kin, self.avoid = robot, model, kin, avoid
         self._lean_args = False
+        self._walk_buffers = None
 
     def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the rows' distances as `measure_pairs` gives them, the rows' capsule distances alone,
@@ -318,7 +325,7 @@ class PairMeter:
         run, refine, args, tail, buffers, refine_args, touching = lean
         d, point_a, point_b, normal, poses = buffers
         d = np.empty_like(d)
-        run(np.asarray(q, dtype=float), *args, d, point_a, point_b, normal, *tail, poses)
+        run(np.asarray(q, dtype=float), *args, np.inf, d, point_a, point_b, normal, *tail, poses)
         capsules = d
         if refine_args is not None and len(d) and float(d.min()) < refine_args[-1]:
             capsules = d.copy()
@@ -327,6 +334,34 @@ class PairMeter:
             d[touching] = np.inf
             capsules[touching] = np.inf
         return d, capsules
+
+    def walk(self, qa: np.ndarray, delta: np.ndarray, count: int, reach_a: float, reach_b: float, moving: np.ndarray,
+             inverse: np.ndarray, margin: float) -> tuple[bool, float, int] | None:
+        """`_kernel.walk_kernel` on this robot and `Avoid`: the samples of a motion measured in one
+        compiled call (`certify.Certifier.walk` says what it proves). None where the NumPy form serves."""
+        from . import _kernel
+
+        lean = self._lean()
+        walker = None if lean is None else _kernel.compiled_walk()
+        if walker is None:
+            return None
+        _, _, args, tail, (d, _, _, _, poses), refine_args, touching = lean
+        if self._walk_buffers is None:
+            rows = len(d)
+            if refine_args is None:  # nothing to refine: arrays of the kernel's types, never read
+                refine_args = (np.zeros((0, 3)), np.zeros(1, dtype=np.int64), np.zeros(len(self.robot.links) + 1, dtype=np.int64),
+                               np.zeros(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64), np.full(rows, -1, dtype=np.int64),
+                               np.zeros((0, 3)), np.zeros(1, dtype=np.int64), np.zeros(0), -np.inf)
+            buffers = (np.empty(rows), np.empty((rows, 3)), np.empty((rows, 3)), np.empty((rows, 3)),
+                       np.empty_like(tail[0]), np.empty_like(tail[1]), np.empty_like(poses))
+            self._walk_buffers = (np.zeros(rows, dtype=bool) if touching is None else touching, lean[5] is not None,
+                                  float(refine_args[-1]), np.empty((128, 4)), buffers, refine_args[:-1])
+        touching_rows, refine_on, within, stack, buffers, refine_rest = self._walk_buffers
+        clear, least, measured = walker(np.asarray(qa, dtype=float), np.asarray(delta, dtype=float), int(count), float(reach_a),
+                                        float(reach_b), moving, inverse, float(margin), touching_rows, refine_on, within,
+                                        max(within, WALK_FAR), stack,
+                                        *args, *buffers, *refine_rest)
+        return bool(clear), float(least), int(measured)
 
     def _lean(self):
         """The kernels' arguments for this robot and `Avoid`, made once (None: the NumPy form runs)."""

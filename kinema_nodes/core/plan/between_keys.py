@@ -14,8 +14,9 @@ the timing is theirs. The steps:
    margin) and as the motion validator, which checks a motion's samples every `CHECK_STEP` but
    measures only those no measured clearance already proves clear (`certify.Certifier.walk`:
    conservative advancement, every sample measured or proven); OMPL's PathSimplifier shortens
-   the path (reduceVertices, ropeShortcutPath, reduceVertices); the result is checked densely
-   again, every `CHECK_STEP`, the same way;
+   the path (reduceVertices, ropeShortcutPath, reduceVertices); a path longer than `RETRY_ABOVE`
+   times the straight line is planned again from other seeds (`plan_path`), the shortest kept;
+   the result is checked densely again, every `CHECK_STEP`, the same way;
 3. the path (straight pieces in joint space) is timed rest to rest on each piece with the
    minimum-jerk quintic, the pieces' durations in proportion to the shortest each could take
    under the velocity, acceleration and jerk limits, so the whole fills the segment's frames
@@ -67,6 +68,12 @@ PLANNER_STEP = CHECK_STEP
 ROPE_DELTA = 2.0
 #: The planner's time budget (s). RRTConnect returns at its first solution, so this only bounds a failure.
 PLANNING_BUDGET_S = 5.0
+#: RRTConnect's first solution sometimes takes the long way round an obstacle (a different side of
+#: it), which no shortcutting undoes. A simplified path longer than `RETRY_ABOVE` times the
+#: straight line between the keys (joint space) is planned again from other seeds, up to
+#: `PLAN_TRIES` in all, and the shortest is kept (bench/RESULTS.md, bench_plan_peer's quality).
+RETRY_ABOVE = 1.2
+PLAN_TRIES = 4
 #: The quintic s(t) = 10 t^3 - 15 t^4 + 6 t^5 on [0, 1]: its peak speed, acceleration and jerk.
 QUINTIC_PEAKS = (1.875, 10.0 / math.sqrt(3.0), 60.0)
 
@@ -234,11 +241,38 @@ def _plan_ompl(robot: RobotModel, checker: _Checker, start: np.ndarray, goal: np
     # vertices first (cheap: most of RRTConnect's corners go), then OMPL's rope shortcutting on
     # the path cut into pieces of at most ROPE_DELTA (rad, L2), then the vertices again: nearly
     # simplifyMax's length for a fraction of its checks (bench/RESULTS.md, bench_plan)
-    simplifier = og.PathSimplifier(info)
+    _simplify(og.PathSimplifier(info), path)
+    return np.array([configuration(path.getState(k)) for k in range(path.getStateCount())])
+
+
+def plan_path(robot: RobotModel, checker: _Checker, start: np.ndarray, goal: np.ndarray, free: list[int],
+              seed: int) -> np.ndarray | None:
+    """`_plan_ompl` from `seed`, then from seeds drawn from it while the path is longer than
+    `RETRY_ABOVE` times the straight line (at most `PLAN_TRIES` plans): the shortest path's
+    corners, or None when the first plan found none. Deterministic as each plan is."""
+    straight = float(np.linalg.norm(np.asarray(goal, dtype=float)[free] - np.asarray(start, dtype=float)[free]))
+    best, best_length = None, math.inf
+    for attempt in range(PLAN_TRIES):
+        path = _plan_ompl(robot, checker, start, goal, free, seed if attempt == 0 else _retry_seed(seed, attempt))
+        if path is None:
+            break
+        length = _length(path)
+        if length < best_length:
+            best, best_length = path, length
+        if best_length <= RETRY_ABOVE * straight:
+            break
+    return best
+
+
+def _retry_seed(seed: int, attempt: int) -> int:
+    h = hashlib.sha256(repr((seed, attempt)).encode()).digest()
+    return int.from_bytes(h[:4], "little") % (2 ** 31 - 1) + 1
+
+
+def _simplify(simplifier, path) -> None:
     simplifier.reduceVertices(path)
     simplifier.ropeShortcutPath(path, ROPE_DELTA)
     simplifier.reduceVertices(path)
-    return np.array([configuration(path.getState(k)) for k in range(path.getStateCount())])
 
 
 def time_path(waypoints: np.ndarray, frame_count: int, fps: float, limits: Limits | None) -> tuple[np.ndarray, float]:
@@ -344,7 +378,7 @@ def plan_between_keys(robot: RobotModel, start: Sequence[float], goal: Sequence[
         if checker.path_clear(direct, CHECK_STEP)[0]:
             waypoints = direct
     if waypoints is None:
-        waypoints = _plan_ompl(robot, checker, start, goal, free, seed)
+        waypoints = plan_path(robot, checker, start, goal, free, seed)
     if waypoints is None:
         return failed(f"no collision-free path found in {PLANNING_BUDGET_S:g} s")
     # the dense check: every CHECK_STEP of the path clear by the margin, measured or certified by

@@ -115,6 +115,8 @@ class Certifier:
         #: configuration bytes -> distances, when a caller keeps them (a plan: the dense check walks
         #: the planner's own edges again, sample for sample, and finds them measured)
         self.memo: dict | None = None
+        #: (qa bytes, qb bytes, step) -> `_walk`'s answer, while there is a `memo`
+        self.motions: dict = {}
 
     def distances(self, q: np.ndarray) -> np.ndarray:
         """Every checked pair's distance at q (P,), touching pairs as +inf: `measure_pairs`'s
@@ -142,6 +144,19 @@ class Certifier:
 
     def walk(self, qa: np.ndarray, qb: np.ndarray, step: float, da: tuple | None = None,
              db: tuple | None = None) -> tuple[bool, float]:
+        """`_walk`, kept per motion in `motions` when there is a `memo` (a plan's dense check walks
+        the planner's own edges again)."""
+        if self.memo is None:
+            return self._walk(qa, qb, step, da, db)
+        qa, qb = np.asarray(qa, dtype=float), np.asarray(qb, dtype=float)
+        key = (qa.tobytes(), qb.tobytes(), float(step))
+        got = self.motions.get(key)
+        if got is None:
+            got = self.motions[key] = self._walk(qa, qb, step, da, db)
+        return got
+
+    def _walk(self, qa: np.ndarray, qb: np.ndarray, step: float, da: tuple | None = None,
+              db: tuple | None = None) -> tuple[bool, float]:
         """Whether every sample of the straight motion qa -> qb (both ends included, `count` =
         ceil(largest joint change / step) equal steps, as `densify` samples it) is clear by the
         margin, each measured or proven by a measured one's clearance; and the least distance
@@ -178,6 +193,14 @@ class Certifier:
                 if low < self.margin:
                     return False, least
             ends.append(min(reach(d) * count, count + 1.0))  # in samples
+        if moving is not None:  # the loop below in one compiled call, where numba is
+            inverse_rows = np.zeros(len(rate))
+            inverse_rows[moving] = inverse
+            got = self._meter.walk(qa, delta, count, ends[0], ends[1], moving, inverse_rows, margin)
+            if got is not None:
+                clear, low, measured = got
+                self.measured += measured
+                return clear, min(least, low)
         # gaps: (first sample index, its reach in samples, last sample index, its reach)
         stack = [(0, ends[0], count, ends[1])]
         while stack:
