@@ -44,13 +44,6 @@ def _product(a, b) -> np.ndarray:
                      w0 * y1 - x0 * z1 + y0 * w1 + z0 * x1, w0 * z1 + x0 * y1 - y0 * x1 + z0 * w1])
 
 
-def _pose(position, wxyz) -> np.ndarray:
-    pose = np.eye(4)
-    pose[:3, :3] = paths.quaternion_matrix(wxyz)
-    pose[:3, 3] = position
-    return pose
-
-
 class KeyedMoves:
     """The tool's pose at any frame between a control's keys.
 
@@ -143,7 +136,7 @@ class KeyedMoves:
         q_key = paths.matrix_quaternion(corner[:3, :3])
         q_key_inverse = q_key * np.array([1.0, -1.0, -1.0, -1.0])
         rotation = _product(_product(q_in, q_key_inverse), q_out)
-        return _pose(p_in + p_out - corner[:3, 3], rotation)
+        return paths.pose_matrix(p_in + p_out - corner[:3, 3], rotation)
 
     # ---- a frame ------------------------------------------------------------------------------------
     def pose(self, frame: float) -> np.ndarray | None:
@@ -156,4 +149,4 @@ class KeyedMoves:
             tau = self.tau(key)
             if tau > 0.0 and abs(frame - self.frames[key]) < tau:
                 return self._blend(key, frame)
-        return _pose(*self._unblended(segment, frame))
+        return paths.pose_matrix(*self._unblended(segment, frame))

@@ -114,7 +114,8 @@ def slerp(q0, q1, s: float) -> np.ndarray:
     return (np.sin((1 - s) * angle) * q0 + np.sin(s * angle) * q1) / np.sin(angle)
 
 
-def _pose(position, wxyz) -> np.ndarray:
+def pose_matrix(position, wxyz) -> np.ndarray:
+    """The 4x4 pose at `position` turned by the unit quaternion `wxyz`."""
     pose = np.eye(4)
     pose[:3, :3] = quaternion_matrix(wxyz)
     pose[:3, 3] = position
@@ -130,7 +131,7 @@ def linear_pose(start: np.ndarray, end: np.ndarray, u: float, ramp: float) -> np
 
 def _linear_at(start: np.ndarray, end: np.ndarray, q0, q1, s: float) -> np.ndarray:
     """A Linear move's pose a fraction `s` of the way (q0, q1: the ends' rotations, wxyz)."""
-    return _pose((1.0 - s) * start[:3, 3] + s * end[:3, 3], slerp(q0, q1, s))
+    return pose_matrix((1.0 - s) * start[:3, 3] + s * end[:3, 3], slerp(q0, q1, s))
 
 
 def circle(start, via, end) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, float] | None:
@@ -167,7 +168,7 @@ def _circular_at(found, q0, q1, s: float) -> np.ndarray:
     """A Circular move's pose a fraction `s` of the way round the arc `found` (circle's answer)."""
     centre, radius, e1, e2, sweep = found
     t = s * sweep
-    return _pose(centre + radius * (np.cos(t) * e1 + np.sin(t) * e2), slerp(q0, q1, s))
+    return pose_matrix(centre + radius * (np.cos(t) * e1 + np.sin(t) * e2), slerp(q0, q1, s))
 
 
 def segment_length(start: np.ndarray, end: np.ndarray, move: str, via=None) -> float:
