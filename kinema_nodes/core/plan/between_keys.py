@@ -73,7 +73,7 @@ PLANNING_BUDGET_S = 5.0
 #: straight line between the keys (joint space) is planned again from other seeds, up to
 #: `PLAN_TRIES` in all, and the shortest is kept (bench/RESULTS.md, bench_plan_peer's quality).
 RETRY_ABOVE = 1.2
-PLAN_TRIES = 4
+PLAN_TRIES = 6
 #: The quintic s(t) = 10 t^3 - 15 t^4 + 6 t^5 on [0, 1]: its peak speed, acceleration and jerk.
 QUINTIC_PEAKS = (1.875, 10.0 / math.sqrt(3.0), 60.0)
 
