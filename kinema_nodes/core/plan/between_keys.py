@@ -15,7 +15,8 @@ the timing is theirs. The steps:
    measures only those no measured clearance already proves clear (`certify.Certifier.walk`:
    conservative advancement, every sample measured or proven); OMPL's PathSimplifier shortens
    the path (reduceVertices, ropeShortcutPath, reduceVertices); a path longer than `RETRY_ABOVE`
-   times the straight line is planned again from other seeds (`plan_path`), the shortest kept;
+   times the straight line is planned again from other seeds while the work stays small
+   (`plan_path`), the shortest kept;
    the result is checked densely again, every `CHECK_STEP`, the same way;
 3. the path (straight pieces in joint space) is timed rest to rest on each piece with the
    minimum-jerk quintic, the pieces' durations in proportion to the shortest each could take
@@ -74,6 +75,10 @@ PLANNING_BUDGET_S = 5.0
 #: `PLAN_TRIES` in all, and the shortest is kept (bench/RESULTS.md, bench_plan_peer's quality).
 RETRY_ABOVE = 1.2
 PLAN_TRIES = 6
+#: ... while the plans so far have measured fewer pair distances than this (measurements x pair
+#: rows: deterministic, unlike a clock). A 7-axis arm's plan measures ~40,000, so it gets its
+#: retries; a dual arm's (~1,500 rows) ~800,000, so its first plan (0.2-0.6 s) is kept.
+RETRY_WORK = 400_000
 #: The quintic s(t) = 10 t^3 - 15 t^4 + 6 t^5 on [0, 1]: its peak speed, acceleration and jerk.
 QUINTIC_PEAKS = (1.875, 10.0 / math.sqrt(3.0), 60.0)
 
@@ -248,11 +253,14 @@ def _plan_ompl(robot: RobotModel, checker: _Checker, start: np.ndarray, goal: np
 def plan_path(robot: RobotModel, checker: _Checker, start: np.ndarray, goal: np.ndarray, free: list[int],
               seed: int) -> np.ndarray | None:
     """`_plan_ompl` from `seed`, then from seeds drawn from it while the path is longer than
-    `RETRY_ABOVE` times the straight line (at most `PLAN_TRIES` plans): the shortest path's
+    `RETRY_ABOVE` times the straight line (at most `PLAN_TRIES` plans, within `RETRY_WORK`): the shortest path's
     corners, or None when the first plan found none. Deterministic as each plan is."""
     straight = float(np.linalg.norm(np.asarray(goal, dtype=float)[free] - np.asarray(start, dtype=float)[free]))
     best, best_length = None, math.inf
+    measured, rows = checker.measured, max(len(checker.weights), 1)
     for attempt in range(PLAN_TRIES):
+        if attempt and (checker.measured - measured) * rows >= RETRY_WORK:
+            break
         path = _plan_ompl(robot, checker, start, goal, free, seed if attempt == 0 else _retry_seed(seed, attempt))
         if path is None:
             break
