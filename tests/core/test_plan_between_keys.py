@@ -321,3 +321,21 @@ def test_keyed_in_betweens_that_collide_take_the_straight_line_when_it_is_clear(
     assert np.array_equal(plan.waypoints, np.stack([START, goal]))
     assert plan.least_clearance_m >= MARGIN
     assert min(certifier.distance(q) for q in densify(plan.joints, CHECK_STEP)) >= MARGIN
+
+
+def test_the_kernel_warming_compiles_the_walk_a_plan_uses(panda, avoid, limits):
+    """`warming.warm_kernel` (run by the solve kernel's build, in its child process or background
+    thread) compiles `walk_kernel` for the argument types a plan passes, so a first plan in
+    Blender never compiles it on its job's thread."""
+    from kinema_nodes.core.collision import _kernel
+    from kinema_nodes.core.collision.warming import warm_kernel
+
+    warm_kernel()
+    walk = _kernel.compiled_walk()
+    if walk is None:
+        pytest.skip("numba is not available")
+    compiled = len(walk.signatures)
+    assert compiled >= 1
+    plan = plan_between_keys(panda, START, GOAL, 24, FPS, Avoid(True, SHELF, MARGIN), limits)
+    assert plan.mode in ("planned", "per-frame")
+    assert len(walk.signatures) == compiled
