@@ -246,7 +246,10 @@ def _plan_ompl(robot: RobotModel, checker: _Checker, start: np.ndarray, goal: np
     # vertices first (cheap: most of RRTConnect's corners go), then OMPL's rope shortcutting on
     # the path cut into pieces of at most ROPE_DELTA (rad, L2), then the vertices again: nearly
     # simplifyMax's length for a fraction of its checks (bench/RESULTS.md, bench_plan)
-    _simplify(og.PathSimplifier(info), path)
+    simplifier = og.PathSimplifier(info)
+    simplifier.reduceVertices(path)
+    simplifier.ropeShortcutPath(path, ROPE_DELTA)
+    simplifier.reduceVertices(path)
     return np.array([configuration(path.getState(k)) for k in range(path.getStateCount())])
 
 
@@ -275,12 +278,6 @@ def plan_path(robot: RobotModel, checker: _Checker, start: np.ndarray, goal: np.
 def _retry_seed(seed: int, attempt: int) -> int:
     h = hashlib.sha256(repr((seed, attempt)).encode()).digest()
     return int.from_bytes(h[:4], "little") % (2 ** 31 - 1) + 1
-
-
-def _simplify(simplifier, path) -> None:
-    simplifier.reduceVertices(path)
-    simplifier.ropeShortcutPath(path, ROPE_DELTA)
-    simplifier.reduceVertices(path)
 
 
 def time_path(waypoints: np.ndarray, frame_count: int, fps: float, limits: Limits | None) -> tuple[np.ndarray, float]:
