@@ -28,13 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from robot_zoo_robots import ZOO, robot_file  # noqa: E402 -- the zoo test's robots, one list
 
 SECTION = "bench_first_minutes"
-#: Robots no test chose before issue #29, from packages the test extra installs
-#: (example-robot-data's URDFs, robosuite's MJCF models).
-ROBOTS = ("ur5_limited", "ur3_gripper", "tiago_no_hand", "tiago_dual", "b1_z1", "anymal_kinova", "centauro",
-          "talos_left_arm", "romeo_small", "robosuite_baxter", "robosuite_xarm7", "robosuite_spot_arm",
-          "robosuite_tiago", "robosuite_gr1")
+#: The robot zoo (tests/robot_zoo_robots.py: #29's robots from packages the test extra installs)
+#: and anymal_kinova, a legged robot with an arm measured here since the first run.
+ROBOTS = (*ZOO, "anymal_kinova")
 
 
 def one(name: str, drags: int) -> dict:
@@ -50,13 +51,12 @@ def one(name: str, drags: int) -> dict:
     from kinema_nodes.blender.edit import rig_tree
     from kinema_nodes.blender.rig import read_joint_values, robot_for_rig
     from kinema_nodes.core.model.kinematics import link_pose
-    from kinema_nodes.core.model.loading import find_urdf
-
     kinema_nodes.register()
     bpy.ops.wm.read_homefile(use_empty=True)
     out: dict = {"robot": name}
     started = time.perf_counter()
-    bpy.ops.kinema.import_urdf(filepath=str(find_urdf(name)))
+    path, packages = robot_file(name)
+    bpy.ops.kinema.import_urdf(filepath=path, package_path=packages)
     out["import_s"] = time.perf_counter() - started
     rig = bpy.context.view_layer.objects.active
     robot = robot_for_rig(rig)

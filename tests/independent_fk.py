@@ -1,5 +1,6 @@
 """A link's pose by the robot file's own reader, not ours: yourdfpy for a URDF, MuJoCo's
-mj_kinematics for an MJCF model. Tests in every folder judge answers with it (tests/ is on the
+mj_kinematics for an MJCF model, and for a xacro file yourdfpy on xacrodoc's expansion (an
+implementation of xacro other than the one the add-on runs). Tests in every folder judge answers with it (tests/ is on the
 import path through its conftest.py)."""
 
 from __future__ import annotations
@@ -58,7 +59,16 @@ class IndependentFK:
         else:
             import yourdfpy
 
-            self.urdf = yourdfpy.URDF.load(path, load_meshes=False, build_scene_graph=True, build_collision_scene_graph=False)
+            options = dict(load_meshes=False, build_scene_graph=True, build_collision_scene_graph=False)
+            if path.endswith(".xacro"):
+                import io
+
+                import xacrodoc
+
+                text = xacrodoc.XacroDoc.from_file(path, resolve_packages=False).to_urdf_string()
+                self.urdf = yourdfpy.URDF.load(io.StringIO(text), **options)
+            else:
+                self.urdf = yourdfpy.URDF.load(path, **options)
 
     def pose(self, q, link) -> np.ndarray:
         robot = self.robot

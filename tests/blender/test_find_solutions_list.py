@@ -6,7 +6,9 @@ Centauro's arms and wheels) get a one-line refusal in Blender's report. (The mem
 bound itself is tested in tests/core/test_find_solutions_bounded.py, under an address-space cap.)
 12: on 7-axis arms (robosuite's KUKA iiwa, Franka Panda and Kinova Jaco MJCF models) ◀ ▶ step through the one list
 Find Solutions found: the count never changes, the Configuration panel and the readout say the
-same count, and ◀ after ▶ comes back to the pose it left.
+same count, and ◀ after ▶ comes back to the pose it left. The list is kept only while the
+control stays: on robosuite-models' YuMi and PR2 (7-axis arms), a control moved 3 cm and turned
+gets a list found for the pose it has now, and ▶ puts the tool there (MuJoCo's FK, 1e-5 m/rad).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ def rig_with_targets(bpy, name: str, links: list[str], offset: float | None = No
     from kinema_nodes.blender.edit import rig_solver, rig_tree
     from kinema_nodes.blender.rig import robot_for_rig, write_joint_values
 
-    path = centauro() if name == "centauro" else robosuite_robot(name)
+    from kinema_nodes.core.model.loading import find_urdf
+
+    path = centauro() if name == "centauro" else find_urdf(name) if name.startswith("robosuite_") else robosuite_robot(name)
     assert bpy.ops.kinema.import_urdf(filepath=str(path)) == {"FINISHED"}
     rig = bpy.context.view_layer.objects.active
     robot = robot_for_rig(rig)
@@ -132,3 +136,32 @@ def test_the_arrows_step_through_one_list(blender, name):
             break  # the first pose was the solver's own answer, not necessarily a listed one
         moved = np.max(np.abs(branch_difference(robot, joints_of(rig, robot), visited[back - 1])))
         assert moved <= SAME_POSE, f"◀ after ▶ lands {moved:.3g} rad from the pose it left"
+
+
+@pytest.mark.parametrize("name", ["robosuite_yumi", "robosuite_pr2"])
+def test_a_moved_control_gets_a_list_found_again(blender, name):
+    from mathutils import Matrix
+    from rig_helpers import IndependentFK, pose_error
+
+    from kinema_nodes.blender.edit import configuration_node, first_target
+
+    bpy = blender
+    rig, robot, tree, solver = rig_with_targets(bpy, name, ["right_hand"])
+    assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
+    node = configuration_node(tree, solver)
+    assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}
+    target = first_target(rig)
+    fk = IndependentFK(robot)
+    moved = fk.pose(joints_of(rig, robot), "right_hand")
+    turn = np.array([[np.cos(0.2), -np.sin(0.2), 0.0], [np.sin(0.2), np.cos(0.2), 0.0], [0.0, 0.0, 1.0]])
+    moved[:3, :3] = moved[:3, :3] @ turn
+    moved[:3, 3] += (0.03, 0.0, 0.0)
+    rig.pose.bones[target.control_bone].matrix = Matrix(moved.tolist())
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    goal = np.array(rig.pose.bones[target.control_bone].matrix, dtype=float)  # as Blender keeps it (float32)
+    for step in (1, 1, -1):
+        assert bpy.ops.kinema.step_configuration(step=step) == {"FINISHED"}
+        position, angle = pose_error(fk.pose(joints_of(rig, robot), "right_hand"), goal)
+        assert position <= 1e-5 and angle <= 1e-5, (step, position, angle, solver.summary)
+        assert f"{node.configuration_index} of {node.solutions_found}" in panel_count(bpy)

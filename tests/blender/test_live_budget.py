@@ -2,8 +2,8 @@
 these: example-robot-data's UR5 with limited joints (URDF) and robosuite's xArm7 (MJCF), driven
 through the operators as a user drags a control.
 
-- A one-off cost (the first solve after switching the solver, or to a new Target Bone) never
-  counts against the budget; live updates pause only after SLOW_FRAMES_TO_PAUSE ordinary frames
+- A one-off cost (the first solve after switching the solver, or to a new Target Bone, by hand
+  or by a keyed hand-off) never counts against the budget; live updates pause only after SLOW_FRAMES_TO_PAUSE ordinary frames
   in a row over it (a budget of 1 ns makes every ordinary frame "slow", so the count is exact).
 - A goal 3 m out of reach stops short at once: the readout says "out of reach" with the
   distance, live stays on, and the next reachable goal converges (judged by the robot file's own
@@ -109,6 +109,44 @@ def test_one_off_costs_never_pause_and_three_slow_frames_in_a_row_do(blender, na
     assert not solver.over_budget
     _drag(blender, rig, target, goals[SLOW_FRAMES_TO_PAUSE])
     assert not solver.over_budget
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_a_new_target_bone_and_a_keyed_hand_off_never_pause(blender, name):
+    """#29 item 1, the Target Bone cases: with a 1 ns budget every ordinary frame is slow, yet
+    switching the Target Bone (as the Bones panel does) and every frame of a keyed hand-off that
+    changes the bone is a first solve to that bone, a one-off: live never pauses across eight of
+    them in a row, each answer on target (the robot file's own FK, 1e-5 m and 1e-5 rad). The rule
+    itself still holds after them: three ordinary drags in a row on one bone pause."""
+    from kinema_nodes.evaluator import SLOW_FRAMES_TO_PAUSE
+
+    bpy = blender
+    rig, tree, solver, target = _rig_with_target(bpy, name, "NUMPY", budget_ms=1e-6)
+    robot = robot_of(rig)
+    fk = IndependentFK(robot)
+    tool = target.link_name
+    elbow = [j for j in robot.chain(tool) if j.is_actuated][3].child
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    assert bpy.ops.kinema.switch_target_bone(link=elbow) == {"FINISHED"}
+    assert not solver.over_budget
+    assert bpy.ops.kinema.switch_target_bone(link=tool) == {"FINISHED"}
+    assert bpy.ops.kinema.switch_target_bone(link=tool, key="KEY") == {"FINISHED"}
+    scene.frame_set(10)
+    assert bpy.ops.kinema.switch_target_bone(link=elbow, key="KEY") == {"FINISHED"}
+    for frame in (1, 10, 1, 10, 1, 10, 1, 10):
+        scene.frame_set(frame)
+        link = tool if frame == 1 else elbow
+        assert not solver.over_budget and not _readout(tree, solver).get("paused"), (frame, _readout(tree, solver))
+        control = np.array(rig.pose.bones[target.control_bone].matrix, dtype=float)
+        position, angle = pose_error(fk.pose(joints_of(rig), link), control)
+        assert position <= 1e-5 and angle <= 1e-5, (frame, position, angle, _readout(tree, solver))
+    goals = [fk.pose(q, elbow) for q in _reachable_goals(robot, elbow, joints_of(rig), SLOW_FRAMES_TO_PAUSE, seed=4)]
+    for goal in goals[:-1]:
+        _drag(bpy, rig, target, goal)
+        assert not solver.over_budget
+    _drag(bpy, rig, target, goals[-1])
+    assert solver.over_budget, "three ordinary frames in a row over budget pause"
 
 
 @pytest.mark.parametrize("backend", ["PYROKI", "NUMPY"])

@@ -5,7 +5,10 @@ eightfold a round (a larger 17-joint mobile manipulator asked for 246 GiB); exam
 Centauro (a wheeled mobile manipulator: torso and 2 x 6 arm joints) is the second robot.
 
 Each search runs in a fresh process whose address space is capped (RLIMIT_AS), so a search
-that grows past the bound fails with MemoryError (or is killed) instead of passing.
+that grows past the bound fails with MemoryError (or is killed) instead of passing. Its time is
+bounded by work, not asserted in seconds: every kernel call the search makes is counted (seeds x
+iterations asked; a call that only measures counts one per seed) and must stay within
+`MAX_DESCENT_STEPS`, on GR1, Centauro and robosuite-models' YuMi (both arms: 14 joints).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kinema_nodes.core.stages.configurations import MAX_CONFIGURATIONS, MAX_FREE_JOINTS
+from kinema_nodes.core.stages.configurations import MAX_CONFIGURATIONS, MAX_DESCENT_STEPS, MAX_FREE_JOINTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +41,15 @@ SEARCH_SCRIPT = textwrap.dedent(
     from kinema_nodes.core.model.rotations import matrix_to_quaternion
     from kinema_nodes.core.solve import IKTarget, SolveOptions, descend_batch
     from kinema_nodes.core.stages.configurations import find_configurations, TooManyJoints
+    import kinema_nodes.core.solve as solve_module
+
+    real, steps = solve_module.descend_batch, [0]
+
+    def counted(problem, seeds, arrays, tol_p, tol_r, iterations, *args, **kwargs):
+        steps[0] += len(seeds) * max(int(iterations), 1)
+        return real(problem, seeds, arrays, tol_p, tol_r, iterations, *args, **kwargs)
+
+    solve_module.descend_batch = counted  # the search imports it from the module at each call
 
     path, links, offset, cap_gib = sys.argv[1], sys.argv[2].split(","), float(sys.argv[3]), float(sys.argv[4])
     robot = load_robot(path)
@@ -54,6 +66,7 @@ SEARCH_SCRIPT = textwrap.dedent(
         report["errors"] = [max(c.position_error, c.rotation_error) for c in found]
     except TooManyJoints as exc:
         report["refused"] = str(exc)
+    report["steps"] = steps[0]
     print("REPORT " + json.dumps(report))
     '''
 )
@@ -86,14 +99,22 @@ def search(path: str, links: str, offset: float) -> dict:
     return json.loads(line[len("REPORT "):])
 
 
+def robot_path(robot: str) -> str:
+    from kinema_nodes.core.model.loading import find_urdf
+
+    return {"gr1": lambda: robosuite_robot("gr1"), "centauro": centauro,
+            "yumi": lambda: str(find_urdf("robosuite_yumi"))}[robot]()
+
+
 @pytest.mark.parametrize("robot, links, offset", [
     ("gr1", "right_eef,left_eef", 0.6),   # 17 joints: unbounded, 434 branches and 1.4 GB
     ("centauro", "arm1_6,arm2_6", 0.3),    # 13 joints on a wheeled base
+    ("yumi", "right_hand,left_hand", 0.3),  # 2 x 7 joints (robosuite-models)
 ])
-def test_a_big_robot_gets_an_answer_within_the_memory_bound(robot, links, offset):
-    path = robosuite_robot("gr1") if robot == "gr1" else centauro()
-    report = search(path, links, offset)
+def test_a_big_robot_gets_an_answer_within_the_memory_and_work_bound(robot, links, offset):
+    report = search(robot_path(robot), links, offset)
     assert 1 <= report["count"] <= MAX_CONFIGURATIONS, report
+    assert 0 < report["steps"] <= MAX_DESCENT_STEPS, report
     assert max(report["errors"]) <= 1e-4, "every configuration listed reaches the targets (1e-4 m / rad)"
 
 
@@ -102,8 +123,7 @@ def test_a_big_robot_gets_an_answer_within_the_memory_bound(robot, links, offset
     ("centauro", "arm1_6,arm2_6,wheel_1,wheel_2,wheel_3,wheel_4"),
 ])
 def test_more_joints_than_the_bound_is_a_one_line_refusal(robot, links):
-    path = robosuite_robot("gr1") if robot == "gr1" else centauro()
-    report = search(path, links, 0.3)
+    report = search(robot_path(robot), links, 0.3)
     refused = report.get("refused", "")
     assert refused.startswith(f"Find Solutions searches at most {MAX_FREE_JOINTS} joints;"), report
     assert "\n" not in refused

@@ -1,8 +1,10 @@
 """MJCF robots (#16 item 3), checked against MuJoCo's own forward kinematics.
 
-- robosuite's Panda, Sawyer, IIWA, UR5e, Jaco and Kinova3 (real MJCF with meshes): every body's
-  pose from our FK matches `mj_kinematics` (data.xpos / data.xquat) within 1e-9 over 1,000
-  random configurations each;
+- robosuite's Panda, Sawyer, IIWA, UR5e, Jaco and Kinova3 and robosuite-models' YuMi, ALOHA,
+  PR2, Z1, ARX5 and ViperX (real MJCF with meshes): every body's pose from our FK matches
+  `mj_kinematics` (data.xpos / data.xquat) within 1e-9 over 1,000 random configurations each
+  (the YuMi has bodies turned by pitch pi/2 to 1e-12, where roll-pitch-yaw is ill-conditioned:
+  it was 1.1e-5 rad off until the conversion read roll and pitch after yaw);
 - MJCF that MuJoCo itself writes (`mj_saveLastXML`) from example-robot-data URDFs: our FK
   matches MuJoCo's on the written file within 1e-9, and yourdfpy's FK of the source URDF
   within 1e-5 — the bound of MuJoCo's XML writer, which rounds numbers to about 7 digits (the
@@ -135,6 +137,38 @@ def test_robosuite_robot_fk_matches_mujoco_within_1e_9(name):
     assert robot.dof == hinges >= 6
     assert len(robot.meshes) > 5 and all(m.path.is_file() for m in robot.meshes)
     assert worst_body_error(model, robot, 1000, seed=len(name)) <= 1e-9
+
+
+MODEL_PACK_ROBOTS = ["yumi", "aloha", "pr2", "z1", "arx5", "vx300s"]
+
+
+@pytest.mark.parametrize("name", MODEL_PACK_ROBOTS)
+def test_robosuite_model_pack_robot_fk_matches_mujoco_within_1e_9(name):
+    path = find_urdf(f"robosuite_{name}")
+    model = mujoco.MjModel.from_xml_path(str(path))
+    robot = load_robot(path)
+    assert worst_body_error(model, robot, 1000, seed=len(name)) <= 1e-9
+
+
+def test_roll_pitch_yaw_is_exact_to_rounding_at_gimbal_lock():
+    """A rotation by pitch pi/2 (to 1e-3 .. 1e-13) and any roll and yaw comes back from the
+    origin the converted URDF writes to 1e-14 (entries of the rotation matrix)."""
+    from kinema_nodes.core.model.mjcf import _rpy
+
+    def matrix(roll, pitch, yaw):
+        cr, sr, cp, sp, cy, sy = np.cos(roll), np.sin(roll), np.cos(pitch), np.sin(pitch), np.cos(yaw), np.sin(yaw)
+        rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+        ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+        rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+        return rz @ ry @ rx
+
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for _ in range(2000):
+        pitch = rng.choice([-1, 1]) * (np.pi / 2 - 10.0 ** rng.uniform(-13, -3))
+        r = matrix(rng.uniform(-np.pi, np.pi), pitch, rng.uniform(-np.pi, np.pi))
+        worst = max(worst, float(np.abs(matrix(*_rpy(r)) - r).max()))
+    assert worst <= 1e-14, worst
 
 
 def test_mesh_vertices_sit_where_mujoco_puts_them():

@@ -69,12 +69,16 @@ def _transform(pos, quat=None) -> np.ndarray:
 
 
 def _rpy(r: np.ndarray) -> tuple[float, float, float]:
-    """URDF roll-pitch-yaw of a rotation matrix (R = Rz(yaw) Ry(pitch) Rx(roll))."""
-    cos_pitch = math.hypot(r[0, 0], r[1, 0])
-    pitch = math.atan2(-r[2, 0], cos_pitch)
-    if cos_pitch > 1e-12:
-        return math.atan2(r[2, 1], r[2, 2]), pitch, math.atan2(r[1, 0], r[0, 0])
-    return math.atan2(-r[1, 2], r[1, 1]), pitch, 0.0
+    """URDF roll-pitch-yaw of a rotation matrix (R = Rz(yaw) Ry(pitch) Rx(roll)), exact to
+    rounding at any pitch. Near pitch +-pi/2 roll and yaw each lose precision (each is an atan2
+    of two entries of size cos(pitch)): robosuite's YuMi, a body rotated by pitch pi/2 to 1e-12,
+    came out 1.1e-5 rad off MuJoCo's own FK. So yaw is taken first, whatever it is, and roll and
+    pitch are read from Rz(-yaw) R = Ry(pitch) Rx(roll), which absorbs yaw's error exactly."""
+    yaw = math.atan2(r[1, 0], r[0, 0])
+    c, s = math.cos(yaw), math.sin(yaw)
+    pitch = math.atan2(-r[2, 0], c * r[0, 0] + s * r[1, 0])
+    roll = math.atan2(s * r[0, 2] - c * r[1, 2], c * r[1, 1] - s * r[0, 1])
+    return roll, pitch, yaw
 
 
 def _numbers(values) -> str:

@@ -97,6 +97,16 @@ MAX_FREE_JOINTS = 24
 MAX_CONFIGURATIONS = 64
 MAX_FLIP_SEEDS = 256
 COMPARE_ROWS = 64
+#: The time bound that follows: the most kernel steps (one LM iteration on one seed; a step that
+#: only measures counts one) a search with the default seeds and rounds asks for, whatever the
+#: robot. Each round descends at most MAX_FLIP_SEEDS + SEEDS_PER_ROUND_REDUNDANT seeds (settle,
+#: descent, rescue, a redundant arm's two swings and its swivel measure); then at most 54 family
+#: ends (3 sign joints x 2 sides) take a long swing, and MAX_CONFIGURATIONS branches a polish.
+#: Each step costs O(joints^2) on at most MAX_FREE_JOINTS joints: robosuite's GR1 (17 joints)
+#: answers in about 4 s.
+MAX_DESCENT_STEPS = (2 + MAX_ROUNDS * (MAX_FLIP_SEEDS + SEEDS_PER_ROUND_REDUNDANT)
+                     * (SETTLE_ITERATIONS + max(ITERATIONS, SEED_ITERATIONS) + RESCUE_ITERATIONS + 2 * ITERATIONS + 1)
+                     + 3 ** 3 * 2 * (END_ITERATIONS + ITERATIONS + 1) + MAX_CONFIGURATIONS * (POLISH_ITERATIONS + 1))
 #: Found sets kept for the Configuration-Select node (per robot, targets, held joints, swivel).
 CACHE_SIZE = 256
 
