@@ -5,8 +5,8 @@ control and readout: driving one never moves the other, and Add IK Target on the
 the copy's tree. A renamed control bone, link bone, rig object or tree is followed, as Blender's
 own IK constraint follows a renamed bone: the rig still solves and says it converged.
 
-Robots come from the installed packages: example-robot-data's ur5_limited (URDF) and robosuite's
-Kinova3 (MJCF). Poses are judged by the robot file's own FK (rig_helpers.IndependentFK: yourdfpy,
+Every test runs on two robots from the installed packages: example-robot-data's ur5_limited
+(URDF) and robosuite's Kinova3 (MJCF). Poses are judged by the robot file's own FK (rig_helpers.IndependentFK: yourdfpy,
 MuJoCo), built before any rename, with the file's link names. Tolerances: a reached pose 1e-5 m
 and 1e-5 rad (tests/blender/test_robot_zoo.py's); "never moves" is bit for bit.
 """
@@ -161,13 +161,14 @@ def test_add_ik_target_on_a_copy_builds_on_the_copy_s_tree_and_the_original_keep
     assert _parts(rig)[1].kinema_error == "" and "different robots" not in _summary(rig)
 
 
-def test_undoing_a_duplicate_leaves_the_original_working(blender):
+@pytest.mark.parametrize("name", ROBOTS)
+def test_undoing_a_duplicate_leaves_the_original_working(blender, name):
     """The bpy module has no window, so ed.undo cannot run here: what a memfile undo leaves is
     made by hand (the copy, its armature and its tree gone) and the undo handler called."""
     bpy = blender
     from kinema_nodes.blender import handlers
 
-    rig = _rig(bpy, "ur5_limited")
+    rig = _rig(bpy, name)
     fk = IndependentFK(robot_of(rig))
     link = _parts(rig)[2].link_name
     tree = _parts(rig)[0]
@@ -191,11 +192,12 @@ def _save_rig(bpy, rig, path) -> str:
     return rig.users_collection[0].name
 
 
-def test_an_appended_rig_solves_live_and_apart_from_a_second_append(blender, tmp_path):
+@pytest.mark.parametrize("name", ROBOTS)
+def test_an_appended_rig_solves_live_and_apart_from_a_second_append(blender, tmp_path, name):
     bpy = blender
-    rig = _rig(bpy, "ur5_limited")
+    rig = _rig(bpy, name)
     fk = IndependentFK(robot_of(rig))
-    name, link = rig.name, _parts(rig)[2].link_name
+    name, link = rig.name, _parts(rig)[2].link_name  # from here, `name` is the rig object's
     path = tmp_path / "rig.blend"
     _save_rig(bpy, rig, path)
 
@@ -220,11 +222,12 @@ def test_an_appended_rig_solves_live_and_apart_from_a_second_append(blender, tmp
 
 
 @pytest.mark.parametrize("how", ["override_create", "override_hierarchy_create"])
-def test_a_linked_rig_with_a_library_override_solves_live(blender, tmp_path, how):
+@pytest.mark.parametrize("name", ROBOTS)
+def test_a_linked_rig_with_a_library_override_solves_live(blender, tmp_path, how, name):
     bpy = blender
-    rig = _rig(bpy, "ur5_limited")
+    rig = _rig(bpy, name)
     fk = IndependentFK(robot_of(rig))
-    name, link = rig.name, _parts(rig)[2].link_name
+    name, link = rig.name, _parts(rig)[2].link_name  # from here, `name` is the rig object's
     path = tmp_path / "rig.blend"
     collection_name = _save_rig(bpy, rig, path)
 
@@ -296,10 +299,11 @@ def test_renamed_control_link_rig_and_tree_are_followed(blender, name):
     assert target.kinema_error == "" and solver.kinema_error == ""
 
 
-def test_a_rename_on_an_armature_two_rigs_share_is_followed_by_both_trees(blender):
+@pytest.mark.parametrize("name", ROBOTS)
+def test_a_rename_on_an_armature_two_rigs_share_is_followed_by_both_trees(blender, name):
     """Alt+D shares the armature: one rename renames the bone on both rigs, and both trees follow."""
     bpy = blender
-    rig = _rig(bpy, "ur5_limited")
+    rig = _rig(bpy, name)
     fk = IndependentFK(robot_of(rig))
     tool = _parts(rig)[2].link_name
     copy = _duplicate(bpy, rig, linked=True)
