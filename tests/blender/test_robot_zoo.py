@@ -2,10 +2,11 @@
 
 Every robot comes from a package the test extra installs: example-robot-data's URDFs, robosuite's
 and robosuite-models' MJCF models, and rtb-data's URDF and xacro files (roboticstoolbox's model
-package). Eight of the 46 were in a test before issue #29's first commit (2026-12-03:
-ur3_gripper, ur5_gripper, tiago_pro, simple_humanoid and robosuite's kinova3, ur5e, jaco and iiwa,
-found by `git grep` of their names at e18e8f0), so the zoo holds 38 robots new to the suite (the
-issue asks 30). Each is driven only through the operators, as a person would, with the
+package). Thirteen of the 46 were in a test before issue #29's first commit (2026-12-03), found
+by `git grep -w` of their names at e18e8f0: ur3_gripper, ur5_gripper, tiago_pro, simple_humanoid,
+robosuite's kinova3, ur5e, jaco and iiwa, and, by their file names, ur3_joint_limited_robot,
+ur10_joint_limited_robot, tiago_no_hand, romeo_small and icub_reduced. So the zoo holds 33 robots
+new to the suite (the issue asks 30). Each is driven only through the operators, as a person would, with the
 default solver and the default budget:
 
 1. File ▸ Import ▸ Robot;
