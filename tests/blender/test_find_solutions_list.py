@@ -1,7 +1,7 @@
 """Find Solutions and ◀ ▶ as a user clicks them (issue #29, items 11 and 12).
 
-11: a 17-joint robot (robosuite's GR1, both hands) gets its answer, at most MAX_CONFIGURATIONS
-of them, on both clicks; more joints than the bound (GR1's hands and feet, example-robot-data's
+11: a 17-joint robot (robosuite's GR1, both hands) and robosuite-models' YuMi (both arms, 14
+joints) get their answer, at most MAX_CONFIGURATIONS of them, on both clicks; more joints than the bound (GR1's hands and feet, example-robot-data's
 Centauro's arms and wheels) get a one-line refusal in Blender's report. (The memory
 bound itself is tested in tests/core/test_find_solutions_bounded.py, under an address-space cap.)
 12: on 7-axis arms (robosuite's KUKA iiwa, Franka Panda and Kinova Jaco MJCF models) ◀ ▶ step through the one list
@@ -71,12 +71,16 @@ def joints_of(rig, robot) -> np.ndarray:
 
 # ---- 11. bounded ---------------------------------------------------------------------------
 
-def test_find_solutions_on_a_17_joint_robot_answers_within_the_bound(blender):
+@pytest.mark.parametrize("name, links, offset", [
+    ("gr1", ["right_eef", "left_eef"], 0.6),  # 17 joints: 3 waist and 2 x 7 arm
+    ("robosuite_yumi", ["right_hand", "left_hand"], 0.3),  # 2 x 7 arm joints (robosuite-models)
+])
+def test_find_solutions_on_a_two_armed_robot_answers_within_the_bound(blender, name, links, offset):
     from kinema_nodes.blender.edit import configuration_node
     from kinema_nodes.core.stages.configurations import MAX_CONFIGURATIONS
 
     bpy = blender
-    rig, robot, tree, solver = rig_with_targets(bpy, "gr1", ["right_eef", "left_eef"], offset=0.6)
+    rig, robot, tree, solver = rig_with_targets(bpy, name, links, offset=offset)
     assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
     node = configuration_node(tree, solver)
     assert 1 <= node.solutions_found <= MAX_CONFIGURATIONS
