@@ -8,7 +8,10 @@ bound itself is tested in tests/core/test_find_solutions_bounded.py, under an ad
 Find Solutions found: the count never changes, the Configuration panel and the readout say the
 same count, and ◀ after ▶ comes back to the pose it left. The list is kept only while the
 control stays: on robosuite-models' YuMi and PR2 (7-axis arms), a control moved 3 cm and turned
-gets a list found for the pose it has now, and ▶ puts the tool there (MuJoCo's FK, 1e-5 m/rad).
+gets a list found for the pose it has now, and ▶ puts the tool there (MuJoCo's FK, 1e-5 m/rad);
+on two Tiagos (example-robot-data's URDF, robosuite's MJCF) whose arm chain starts at a torso
+slide, the list is kept over clicks (no search) until the robot changes for the search (Hold
+Slides off frees the slide): then ▶ searches once, and the new list holds again.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def rig_with_targets(bpy, name: str, links: list[str], offset: float | None = No
 
     from kinema_nodes.core.model.loading import find_urdf
 
-    path = centauro() if name == "centauro" else find_urdf(name) if name.startswith("robosuite_") else robosuite_robot(name)
+    path = (centauro() if name == "centauro" else robosuite_robot(name) if name in ("gr1", "iiwa", "panda", "jaco")
+            else find_urdf(name))
     assert bpy.ops.kinema.import_urdf(filepath=str(path)) == {"FINISHED"}
     rig = bpy.context.view_layer.objects.active
     robot = robot_for_rig(rig)
@@ -169,3 +173,40 @@ def test_a_moved_control_gets_a_list_found_again(blender, name):
         position, angle = pose_error(fk.pose(joints_of(rig, robot), "right_hand"), goal)
         assert position <= 1e-5 and angle <= 1e-5, (step, position, angle, solver.summary)
         assert f"{node.configuration_index} of {node.solutions_found}" in panel_count(bpy)
+
+
+@pytest.mark.parametrize("name", ["tiago_no_hand", "robosuite_tiago"])
+def test_the_list_is_kept_until_the_robot_changes(blender, name, monkeypatch):
+    from kinema_nodes.blender.edit import configuration_node
+    from kinema_nodes.core.model.loading import load_robot
+    from kinema_nodes.core.stages import configurations
+
+    searches = []
+    search = configurations.find_configurations  # the real search, counted as it runs
+
+    def counted(*args, **kwargs):
+        searches.append(args[3].held_joints if len(args) > 3 else None)
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(configurations, "find_configurations", counted)
+    bpy = blender
+    from kinema_nodes.core.model.loading import find_urdf
+
+    tool = load_robot(find_urdf(name)).tool_point
+    rig, robot, tree, solver = rig_with_targets(bpy, name, [tool])
+    slide = "torso_lift_joint"
+    assert slide in robot.chain_joint_names(tool) and solver.hold_prismatic
+    assert bpy.ops.kinema.find_solutions() == {"FINISHED"}
+    node = configuration_node(tree, solver)
+    found = len(searches)
+    assert found >= 1 and all(slide in held for held in searches)
+    for _ in range(3):
+        assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}
+    assert len(searches) == found, "a click on an unchanged robot and control must not search again"
+    solver.hold_prismatic = False  # the robot the search sees changes: its torso slide is free
+    assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}
+    assert len(searches) == found + 1 and slide not in searches[-1], searches[found:]
+    count = node.solutions_found
+    for _ in range(3):
+        assert bpy.ops.kinema.step_configuration(step=1) == {"FINISHED"}
+    assert len(searches) == found + 1 and node.solutions_found == count
