@@ -7,7 +7,8 @@ bodies are renamed to what other makers call them: carriages, drivers, followers
 
 - 18: fingers that no word names (slides moving carriages, a Robotiq linkage of drivers and
   followers) are gripper joints, held in every solve; the tool point is never a finger or a
-  pad; a site named for grasping (``pinch``) wins over every link.
+  pad; a site named for grasping (``pinch``, ``grasp``, ``tcp``) wins over every link, and the
+  shipped presets (the 7-DoF Elbow Swivel one included) accept the robot as it loads.
 - 19: an arm's last joint that turns a link named like a jaw (the fixed jaw the moving one
   hangs from) is the arm's wrist, never held, so a target the wrist must turn to reach is
   reached.
@@ -30,9 +31,13 @@ from kinema_nodes.core.model.kinematics import link_pose
 from kinema_nodes.core.model.loading import load_robot
 from kinema_nodes.core.model.robot import is_gripper_part
 from kinema_nodes.core.model.rotations import matrix_to_quaternion, rotation_angle_between
+from kinema_nodes.core.presets import bind, load_preset
 from kinema_nodes.core.stages.swivel import has_spare_joint
 
 mujoco = pytest.importorskip("mujoco")
+
+#: The presets the add-on ships (Apply Preset offers these).
+SHIPPED_PRESETS = Path(__file__).resolve().parents[2] / "kinema_nodes" / "presets"
 
 
 def robosuite_assets() -> Path:
@@ -42,10 +47,10 @@ def robosuite_assets() -> Path:
 
 
 def arm_with_gripper(tmp_path: Path, arm: str, gripper: str, renames: dict[str, str], *, keep_sites: bool = True,
-                     pinch_on: str | None = None) -> Path:
+                     pinch_on: str | None = None, site_name: str = "pinch") -> Path:
     """robosuite's `arm` with its `gripper` on ``right_hand`` (names prefixed ``g_``), bodies and
-    joints renamed by `renames`, the gripper's sites kept or dropped, and a ``pinch`` site added
-    where the gripper's ``eef`` body is, on the body `pinch_on`."""
+    joints renamed by `renames`, the gripper's sites kept or dropped, and a site named `site_name`
+    (``pinch`` unless told) added where the gripper's ``eef`` body is, on the body `pinch_on`."""
     if not (robosuite_assets() / "robots" / arm).is_dir():
         import robosuite
 
@@ -74,7 +79,7 @@ def arm_with_gripper(tmp_path: Path, arm: str, gripper: str, renames: dict[str, 
         offset = np.linalg.inv(_pose(data.xpos[body], data.xquat[body])) @ _pose(data.xpos[eef], data.xquat[eef])
         quat = np.empty(4)
         mujoco.mju_mat2Quat(quat, offset[:3, :3].ravel())
-        whole.body(pinch_on).add_site(name="pinch", pos=offset[:3, 3], quat=quat)
+        whole.body(pinch_on).add_site(name=site_name, pos=offset[:3, 3], quat=quat)
     for old, new in renames.items():
         element = whole.body(old) or whole.joint(old)
         element.name = new
@@ -140,6 +145,7 @@ def test_fingers_no_word_names_are_held_and_the_tool_point_is_never_one(case, tm
     arm = [n for n in robot.chain_joint_names(robot.tool_point)]
     assert len(arm) == 7 and not set(arm) & spec["fingers"]
     assert has_spare_joint(robot, robot.tool_point, robot.held_joints())  # Elbow Swivel is offered
+    assert_presets_accept(robot)
 
     # the arm reaches a pose it can reach; the fingers keep their values exactly
     rng = np.random.default_rng(18)
@@ -155,6 +161,38 @@ def test_fingers_no_word_names_are_held_and_the_tool_point_is_never_one(case, tm
     assert np.abs(reached[:3, 3] - goal[:3, 3]).max() < 2e-5
     assert rotation_angle_between(reached[:3, :3], goal[:3, :3]) < 2e-5
     assert np.abs(link_pose(robot, result.joints, robot.tool_point) - reached).max() < 1e-9
+
+
+@pytest.mark.parametrize("site", ["pinch", "grasp", "tcp"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_site_named_for_grasping_is_the_tool_point_and_presets_accept_the_robot(case, site, tmp_path):
+    """Each word the issue lists for a grasp site (pinch, grasp, tcp: `default_tool_point`'s
+    best two ranks) wins over every link of the composed robot, pads and carriages included; the
+    7 arm joints are the chain to it (no finger in it), Elbow Swivel is offered, and the shipped
+    presets bind to the robot as it loads (`assert_presets_accept`). The site sits where the
+    gripper's ``eef`` body is, on the gripper's root (Kinova + Rethink, whose own case has no site)
+    or on the Robotiq's base body. Exact checks: names and counts, no tolerance."""
+    spec = CASES[case]
+    path = arm_with_gripper(tmp_path, spec["arm"], spec["gripper"], spec["renames"], keep_sites=spec["keep_sites"],
+                            pinch_on=spec["pinch_on"] or "g_gripper_base", site_name=site)
+    robot = load_robot(path)
+    assert robot.gripper_joints == spec["fingers"]
+    assert robot.tool_point == site
+    assert not is_gripper_part(robot, site)
+    arm = robot.chain_joint_names(site)
+    assert len(arm) == 7 and not set(arm) & spec["fingers"]
+    assert has_spare_joint(robot, site, robot.held_joints())  # Elbow Swivel is offered
+    assert_presets_accept(robot)
+
+
+def assert_presets_accept(robot) -> None:
+    """The shipped '7-DoF arm with elbow swivel' (7 arm joints; shoulder, elbow and wrist roles)
+    and 'Reach with the tool' bind to `robot` with no role set by hand, their Tool on the robot's
+    default tool point (#29 item 18: with the tool point on a finger pad, presets refused)."""
+    for name in ("7_dof_arm_with_elbow_swivel", "reach_with_the_tool"):
+        plan, unbound = bind(load_preset(SHIPPED_PRESETS / f"{name}.json"), robot)
+        assert unbound == {}, (name, unbound)
+        assert [node.get("link") for node in plan.spec.nodes if node.kind == "ik_target"] == [robot.tool_point]
 
 
 # ---- 19: an arm's wrist is never held, whatever its link is called -----------------------------
