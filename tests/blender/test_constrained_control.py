@@ -3,6 +3,12 @@ manual calls controls "constrainable": a control bone with a Child Of constraint
 Empty must move the arm where the constraint puts it, on every frame, forward, backward, by
 jumps and in a bake. Robots: example-robot-data's ur5_limited and ur10_joint_limited_robot
 (6 axes), judged by yourdfpy's FK of the robot file.
+
+Reach alone does not catch the reported failure (the arm swung 3.9 rad on the way), so each
+scrub, playback and bake here also holds the README's continuity rule: played forward, no joint
+steps more than `MAX_STEP` (0.5 rad, the README's figure, with no extra tolerance) between
+consecutive frames. Nothing in these shots is near a joint limit, so no step here is one that
+limits force (those are flagged instead).
 """
 
 from __future__ import annotations
@@ -16,6 +22,10 @@ from rig_helpers import IndependentFK, pose_error
 #: Position (m) and rotation (rad) the hand may miss the constrained control by (the rotation is
 #: read from float32 bone matrices, whose arccos floors near 5e-4 rad).
 POSITION_TOL, ROTATION_TOL = 1e-4, 1e-3
+#: The most any joint may move between consecutive frames played forward (rad): the README's
+#: "no joint steps more than 0.5 rad between frames" (the Empty moves the control at most
+#: 2 cm and 0.05 rad a frame, so a continuous answer steps far less).
+MAX_STEP = 0.5
 FRAMES = range(1, 11)
 
 
@@ -73,16 +83,29 @@ def evaluated_control(bpy, target, rig):
     return np.array(rig.evaluated_get(depsgraph).matrix_world.inverted_safe() @ world)
 
 
-def misses(bpy, rig, robot, target, fk, frames):
+def misses(bpy, rig, robot, target, fk, frames, seen=None):
+    """(frame, m, rad) the hand misses the control by at each frame visited; `seen` (a list), when
+    given, gets each frame's joint values in the order visited."""
     from kinema_nodes.blender.rig import read_joint_values
 
     out = []
     for f in frames:
         bpy.context.scene.frame_set(f)
         goal = evaluated_control(bpy, target, rig)
-        hand = fk.pose(read_joint_values(rig, robot), "tool0")
+        q = read_joint_values(rig, robot)
+        if seen is not None:
+            seen.append(q.copy())
+        hand = fk.pose(q, "tool0")
         out.append((f, *pose_error(hand, goal)))
     return out
+
+
+def big_steps(robot, frames, joints) -> list:
+    """(frame, joint, rad) for each joint that moved more than MAX_STEP from the frame before."""
+    q = np.asarray(joints, dtype=float)
+    steps = np.abs(np.diff(q, axis=0))
+    return [(frames[i + 1], robot.actuated_joint_names[j], round(float(steps[i, j]), 4))
+            for i, j in zip(*np.nonzero(steps > MAX_STEP))]
 
 
 @pytest.mark.parametrize("name", ["ur5_limited", "ur10_joint_limited_robot"])
@@ -94,8 +117,11 @@ def test_a_control_carried_by_child_of_is_followed(blender, name):
     carry_with_keyed_empty(bpy, control, target.control_bone, rig)
     fk = IndependentFK(robot)
     order = [*FRAMES, *reversed(FRAMES), 1, 10, 4, 8, 2, 9]
-    bad = [m for m in misses(bpy, rig, robot, target, fk, order) if m[1] > POSITION_TOL or m[2] > ROTATION_TOL]
+    seen = []
+    bad = [m for m in misses(bpy, rig, robot, target, fk, order, seen) if m[1] > POSITION_TOL or m[2] > ROTATION_TOL]
     assert not bad, f"{name}: frames where the hand missed the constrained control (frame, m, rad): {bad}"
+    forward = big_steps(robot, list(FRAMES), seen[: len(FRAMES)])
+    assert not forward, f"{name}: joints that stepped over {MAX_STEP} rad between frames played forward: {forward}"
 
 
 @pytest.mark.parametrize("name", ["ur5_limited", "ur10_joint_limited_robot"])
@@ -108,14 +134,17 @@ def test_a_bake_follows_the_constrained_control(blender, name):
     bpy.context.view_layer.objects.active = rig
     assert bpy.ops.kinema.bake() == {"FINISHED"}
     fk = IndependentFK(robot)
-    bad = []
+    bad, played = [], []
     for f in FRAMES:
         bpy.context.scene.frame_set(f)
         goal = evaluated_control(bpy, target, rig)
-        error = pose_error(fk.pose(read_joint_values(rig, robot), "tool0"), goal)
+        played.append(read_joint_values(rig, robot).copy())
+        error = pose_error(fk.pose(played[-1], "tool0"), goal)
         if error[0] > POSITION_TOL or error[1] > ROTATION_TOL:
             bad.append((f, *error))
     assert not bad, f"{name}: baked frames that missed the constrained control (frame, m, rad): {bad}"
+    forward = big_steps(robot, list(FRAMES), played)
+    assert not forward, f"{name}: baked joints that stepped over {MAX_STEP} rad between frames: {forward}"
 
 
 def object_control(bpy, rig, target):
@@ -160,5 +189,8 @@ def test_an_object_control_carried_by_child_of_is_followed(blender, name, backen
     carry_object_with_keyed_empty(bpy, control, rig)
     fk = IndependentFK(robot)
     order = [*FRAMES, *reversed(FRAMES), 1, 10, 4, 8, 2, 9]
-    bad = [m for m in misses(bpy, rig, robot, target, fk, order) if m[1] > POSITION_TOL or m[2] > ROTATION_TOL]
+    seen = []
+    bad = [m for m in misses(bpy, rig, robot, target, fk, order, seen) if m[1] > POSITION_TOL or m[2] > ROTATION_TOL]
     assert not bad, f"{name}: frames where the hand missed the constrained control (frame, m, rad): {bad}"
+    forward = big_steps(robot, list(FRAMES), seen[: len(FRAMES)])
+    assert not forward, f"{name}: joints that stepped over {MAX_STEP} rad between frames played forward: {forward}"
