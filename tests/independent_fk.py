@@ -36,6 +36,17 @@ def _world_pose(model, data, link) -> np.ndarray:
     return pose
 
 
+def shell_inertia_model(path):
+    """MuJoCo's own compile with every mesh's inertia from its surface (its advice for thin
+    meshes; the kinematics are the same)."""
+    import mujoco
+
+    spec = mujoco.MjSpec.from_file(str(path))
+    for mesh in spec.meshes:
+        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
+    return spec.compile()
+
+
 def mujoco_pose(path, robot, q, link) -> np.ndarray:
     """`link`'s world pose by MuJoCo's FK of the model at `path` (compiled for this call)."""
     import mujoco
@@ -54,7 +65,12 @@ class IndependentFK:
         if self.mjcf:
             import mujoco
 
-            self.model = mujoco.MjModel.from_xml_path(path)
+            try:
+                self.model = mujoco.MjModel.from_xml_path(path)
+            except ValueError as error:  # robosuite 1.5.1's Baxter and Sawyer: "mesh volume is too small"
+                if "mesh volume is too small" not in str(error):
+                    raise
+                self.model = shell_inertia_model(path)
             self.data = mujoco.MjData(self.model)
         else:
             import yourdfpy

@@ -7,11 +7,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-#: In the default test run: a 6-axis arm (URDF) and a 7-axis arm (MJCF).
-QUICK = ("ur5_limited", "robosuite_kinova3")
-#: The rest of the zoo (the hobby arms, mobile manipulators, legged robots with arms, humanoids, a
-#: flying arm, dual arms); test_robot_zoo's docstring says which were in a test before #29.
-SLOW = (
+#: 6- and 7-axis arms, hobby arms, mobile manipulators, legged robots with arms, humanoids, a flying
+#: arm, dual arms; test_robot_zoo's docstring says which were in a test before #29.
+ZOO = (
+    "ur5_limited", "robosuite_kinova3",
     "ur3_gripper", "ur3_joint_limited_robot", "ur10_joint_limited_robot", "ur5_gripper", "talos_left_arm",
     "tiago_no_hand", "tiago_dual", "tiago_pro", "b1_z1", "centauro", "g1_29dof_with_hand_rev_1_0", "human",
     "simple_humanoid", "romeo_small", "icub_reduced", "talos_reduced", "hextilt_flying_arm_5", "borinot_flying_arm_2",
@@ -23,7 +22,6 @@ SLOW = (
     # rtb-data (roboticstoolbox's models): a hobby arm, a classic 6-axis arm, two Trossen arms (xacro)
     "rtb_al5d", "rtb_puma560", "rtb_px100", "rtb_wx250s",
 )
-ZOO = (*QUICK, *SLOW)
 #: rtb-data's robots, by their file below its `xacro/` folder. Their package:// names have no
 #: package.xml, so (as a user would) the import dialog is given that folder as the package folder.
 RTB = {

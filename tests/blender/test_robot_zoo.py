@@ -25,7 +25,8 @@ MJCF model (rig_helpers.IndependentFK). Tolerances: a reached pose 1e-5 m and 1e
 pose forward, backward and jumped to 1e-4 rad (tests/blender/test_animator_workflow.py's bound);
 bake against playback 1e-6 rad; Find Solutions' peak 512 MB.
 
-Two robots run by default; the rest are marked slow (`pytest -m slow tests/blender/test_robot_zoo.py`).
+Every robot runs in the default run (about 60 s for all 46 on one core of this 2-core machine;
+under 2 minutes on each of CI's three legs: Python 3.11 + bpy 5.0, Python 3.13 + bpy 5.1+, bpy 4.5).
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ import tracemalloc
 import numpy as np
 import pytest
 from rig_helpers import IndependentFK, joints_of, pose_error, robot_of, set_joints, walk
-from robot_zoo_robots import QUICK, SLOW, import_robot
+from robot_zoo_robots import ZOO, import_robot, robot_file
 
-#: Open findings on the slow part of the zoo, each a real miss kept visible as a non-strict xfail
+#: Open findings on the zoo, each a real miss kept visible as a non-strict xfail
 #: rather than dropped. Fixed since the first measure (2026-12-03): tiago_dual and tiago_pro (3 runs
 #: in a row each), simple_humanoid and talos_reduced (a slide from the posture itself decides between
 #: the minima of a long redundant chain: core/solve/_kernel_maths.py `_settle_by_inputs`) and
@@ -61,8 +62,8 @@ OPEN = {
                     "2-4 (the same tool pose; measured 2026-12-04). A 6-axis arm's branch is chosen by continuity; a jump "
                     "that followed the keyed path would agree",
 }
-ZOO = [*QUICK, *(pytest.param(name, marks=[pytest.mark.slow, *([pytest.mark.xfail(reason=OPEN[name], strict=False)]
-                                                                  if name in OPEN else [])]) for name in SLOW)]
+CASES = [pytest.param(name, marks=[pytest.mark.xfail(reason=OPEN[name], strict=False)]) if name in OPEN else name
+         for name in ZOO]
 
 REACHED_M, REACHED_RAD = 1e-5, 1e-5
 SCRUB_RAD = 1e-4
@@ -123,10 +124,16 @@ def _cold_misses(robot, link, control, start) -> bool:
     return not solve(robot, target, start, options).converged
 
 
-@pytest.mark.parametrize("name", ZOO)
+@pytest.mark.parametrize("name", CASES)
 def test_a_new_user_s_first_ten_minutes(blender, name):
     bpy = blender
     # 1-2: import, Add IK Target
+    from kinema_nodes.core.errors import RobotFileError
+
+    try:
+        robot_file(name)
+    except RobotFileError as error:  # robosuite 1.5.1 (the newest for Python 3.13) ships no xArm7
+        pytest.skip(str(error))
     assert import_robot(bpy, name) == {"FINISHED"}
     rig = bpy.context.view_layer.objects.active
     before = joints_of(rig)

@@ -28,6 +28,7 @@ import pytest
 from kinema_nodes.core.errors import RobotFileError
 from kinema_nodes.core.model.kinematics import link_poses
 from kinema_nodes.core.model.loading import find_urdf, load_robot
+from independent_fk import shell_inertia_model
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -83,14 +84,6 @@ def worst_body_error(model, robot, n: int, seed: int) -> float:
         worst = max(worst, float(np.abs(got - expected).max()))
     return worst
 
-
-
-def shell_inertia_model(path):
-    """MuJoCo's own compile with every mesh's inertia from its surface (its advice for thin meshes)."""
-    spec = mujoco.MjSpec.from_file(str(path))
-    for mesh in spec.meshes:
-        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
-    return spec.compile()
 
 
 TINY_MESH_MJCF = """<mujoco model="tiny">
