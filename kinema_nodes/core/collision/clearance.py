@@ -49,22 +49,22 @@ def _obstacle_names(avoid: Avoid) -> frozenset:
 
 
 def summarise(pairs: Pairs, avoid: Avoid) -> Clearance:
-    """The `Clearance` of measured pairs: one entry per named pair, the overlapping ones apart."""
+    """The `Clearance` of measured pairs: one entry per named pair within the margin (a link pair
+    has several capsule pairs: its smallest distance), nearest first, or the closest pair alone
+    when none is within it; the overlapping ones apart. Only the rows within the margin are
+    sorted: a live frame with Avoid Collisions on summarises hundreds of far pairs every frame."""
     obstacles = _obstacle_names(avoid)
-    if not len(pairs.d):
+    d = pairs.d
+    if not len(d):
         return Clearance(math.inf, (), (), obstacles)
-    # one entry per named pair (a link pair has several capsule pairs): its smallest distance
-    order = np.argsort(pairs.d)
+    closest = int(np.argmin(d))
+    within = np.flatnonzero(d < avoid.margin_m)
     best: dict[tuple, float] = {}
-    for k in order.tolist():
-        name = pairs.names[k]
-        if name not in best:
-            best[name] = float(pairs.d[k])
-        if len(best) >= 64 and pairs.d[k] > avoid.margin_m:
-            break
-    listed = [(a, b, d) for (a, b), d in best.items() if d < avoid.margin_m] or [next((a, b, d) for (a, b), d in best.items())]
-    colliding = tuple((a, b) for a, b, d in listed if d < 0)
-    return Clearance(float(pairs.d[order[0]]), tuple(listed), colliding, obstacles)
+    for k in within[np.argsort(d[within], kind="stable")].tolist():
+        best.setdefault(pairs.names[k], float(d[k]))
+    listed = [(a, b, distance) for (a, b), distance in best.items()] or [(*pairs.names[closest], float(d[closest]))]
+    colliding = tuple((a, b) for a, b, distance in listed if distance < 0)
+    return Clearance(float(d[closest]), tuple(listed), colliding, obstacles)
 
 
 def clearance(robot: RobotModel, q: np.ndarray, avoid: Avoid) -> Clearance:
