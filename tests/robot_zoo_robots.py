@@ -44,8 +44,3 @@ def robot_file(name: str) -> tuple[str, str]:
     folder = Path(list(spec.submodule_search_locations)[0]) / "xacro"
     return str(folder / RTB[name]), str(folder)
 
-
-def import_robot(bpy, name: str):
-    """File ▸ Import ▸ Robot, as a user picks the file (and, for rtb-data, its package folder)."""
-    path, packages = robot_file(name)
-    return bpy.ops.kinema.import_urdf(filepath=path, package_path=packages)

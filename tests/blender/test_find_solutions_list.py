@@ -20,19 +20,9 @@ import numpy as np
 import pytest
 
 from recording_layout import draw_panel
-from test_first_contact_panel import robosuite_robot
 
 #: Joint tolerance (rad, m) for "the same pose": the configuration is written, not solved again.
 SAME_POSE = 1e-6
-
-
-def centauro():
-    from kinema_nodes.core.model.example_robots import example_robots_folder
-
-    folder = example_robots_folder()
-    if folder is None:
-        pytest.fail("example-robot-data is not installed: install the test dependencies (README)")
-    return folder / "centauro_description" / "urdf" / "centauro.urdf"
 
 
 def rig_with_targets(bpy, name: str, links: list[str], offset: float | None = None):
@@ -44,8 +34,7 @@ def rig_with_targets(bpy, name: str, links: list[str], offset: float | None = No
 
     from kinema_nodes.core.model.loading import find_urdf
 
-    path = (centauro() if name == "centauro" else robosuite_robot(name) if name in ("gr1", "iiwa", "panda", "jaco")
-            else find_urdf(name))
+    path = find_urdf(name)
     assert bpy.ops.kinema.import_urdf(filepath=str(path)) == {"FINISHED"}
     rig = bpy.context.view_layer.objects.active
     robot = robot_for_rig(rig)
@@ -76,7 +65,7 @@ def joints_of(rig, robot) -> np.ndarray:
 # ---- 11. bounded ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, links, offset", [
-    ("gr1", ["right_eef", "left_eef"], 0.6),  # 17 joints: 3 waist and 2 x 7 arm
+    ("robosuite_gr1", ["right_eef", "left_eef"], 0.6),  # 17 joints: 3 waist and 2 x 7 arm
     ("robosuite_yumi", ["right_hand", "left_hand"], 0.3),  # 2 x 7 arm joints (robosuite-models)
 ])
 def test_find_solutions_on_a_two_armed_robot_answers_within_the_bound(blender, name, links, offset):
@@ -93,7 +82,7 @@ def test_find_solutions_on_a_two_armed_robot_answers_within_the_bound(blender, n
 
 
 @pytest.mark.parametrize("name, links", [
-    ("gr1", ["right_eef", "left_eef", "l_foot_roll", "r_foot_roll"]),  # 25 joints
+    ("robosuite_gr1", ["right_eef", "left_eef", "l_foot_roll", "r_foot_roll"]),  # 25 joints
     ("centauro", ["arm1_6", "arm2_6", "wheel_1", "wheel_2", "wheel_3", "wheel_4"]),  # 37 joints
 ])
 def test_find_solutions_beyond_the_bound_is_a_one_line_refusal(blender, name, links):
@@ -118,7 +107,7 @@ def panel_count(bpy) -> str:
     return labels[0]
 
 
-@pytest.mark.parametrize("name", ["iiwa", "panda", "jaco"])
+@pytest.mark.parametrize("name", ["robosuite_iiwa", "robosuite_panda", "robosuite_jaco"])
 def test_the_arrows_step_through_one_list(blender, name):
     from kinema_nodes.blender.edit import configuration_node
     from kinema_nodes.core.stages.configurations import branch_difference
@@ -178,7 +167,7 @@ def test_a_moved_control_gets_a_list_found_again(blender, name):
 @pytest.mark.parametrize("name", ["tiago_no_hand", "robosuite_tiago"])
 def test_the_list_is_kept_until_the_robot_changes(blender, name, monkeypatch):
     from kinema_nodes.blender.edit import configuration_node
-    from kinema_nodes.core.model.loading import load_robot
+    from kinema_nodes.core.model.loading import find_urdf, load_robot
     from kinema_nodes.core.stages import configurations
 
     searches = []
@@ -190,8 +179,6 @@ def test_the_list_is_kept_until_the_robot_changes(blender, name, monkeypatch):
 
     monkeypatch.setattr(configurations, "find_configurations", counted)
     bpy = blender
-    from kinema_nodes.core.model.loading import find_urdf
-
     tool = load_robot(find_urdf(name)).tool_point
     rig, robot, tree, solver = rig_with_targets(bpy, name, [tool])
     slide = "torso_lift_joint"

@@ -82,19 +82,12 @@ def _reachable_goals(robot, link, q, count, seed=0, step=0.1):
     return out
 
 
-def _rotation_vector(rotation) -> np.ndarray:
-    """The log map of a rotation matrix: axis times angle (rad). From the skew part, so a tiny
-    rotation keeps its full precision (the trace alone loses it near zero)."""
-    w = 0.5 * np.array([rotation[2, 1] - rotation[1, 2], rotation[0, 2] - rotation[2, 0], rotation[1, 0] - rotation[0, 1]])
-    sine = float(np.linalg.norm(w))
-    angle = float(np.arctan2(sine, (np.trace(rotation) - 1.0) / 2.0))
-    return w if sine == 0.0 else w * (angle / sine)
-
-
 def _jacobian(fk, robot, link, q, step=1e-6) -> np.ndarray:
     """The 6xN Jacobian of `link` (translation in m, then rotation in rad, both in the root's
     frame) over the joints the solver moves for it, by central finite differences of the robot
     file's own FK (`fk`, an IndependentFK): a column is (p+ - p-) / 2h over log(R+ R-^T) / 2h."""
+    from kinema_nodes.core.model.rotations import rotation_log
+
     moving = set(robot.chain_joint_names(link)) - set(robot.held_joints(True))
     columns = []
     for i, name in enumerate(robot.actuated_joint_names):
@@ -105,7 +98,7 @@ def _jacobian(fk, robot, link, q, step=1e-6) -> np.ndarray:
         minus[i] -= step
         a, b = fk.pose(plus, link), fk.pose(minus, link)
         columns.append(np.concatenate([(a[:3, 3] - b[:3, 3]) / (2 * step),
-                                       _rotation_vector(a[:3, :3] @ b[:3, :3].T) / (2 * step)]))
+                                       rotation_log(a[:3, :3] @ b[:3, :3].T) / (2 * step)]))
     return np.array(columns).T
 
 

@@ -30,10 +30,8 @@ arm moves. Reports are read from what Blender prints for an operator run from Py
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -45,19 +43,12 @@ FIRST, LAST = 1, 40
 MOVE_M = 0.01
 
 
-def robosuite_robot(name: str) -> Path:
-    spec = importlib.util.find_spec("robosuite")
-    assert spec is not None, "robosuite is a test dependency (pyproject's test extra)"
-    path = Path(list(spec.submodule_search_locations)[0]) / "models" / "assets" / "robots" / name / "robot.xml"
-    assert path.is_file(), path
-    return path
-
-
 def baked_small_move(bpy, name: str):
     """Import, Add IK Target, key the control at FIRST and LAST (MOVE_M up in the world), Bake.
     Returns (rig, robot, bake result, what the bake printed)."""
     from kinema_nodes.blender.edit import rig_solver, rig_tree
     from kinema_nodes.blender.rig import robot_for_rig
+    from kinema_nodes.core.model.loading import find_urdf
 
     import mathutils
 
@@ -65,7 +56,7 @@ def baked_small_move(bpy, name: str):
     scene.render.fps, scene.render.fps_base = 24, 1.0
     scene.frame_start, scene.frame_end = FIRST, LAST
     scene.frame_set(FIRST)
-    assert bpy.ops.kinema.import_urdf(filepath=str(robosuite_robot(name))) == {"FINISHED"}
+    assert bpy.ops.kinema.import_urdf(filepath=str(find_urdf(f"robosuite_{name}"))) == {"FINISHED"}
     rig = bpy.context.view_layer.objects.active
     robot = robot_for_rig(rig)
     assert bpy.ops.kinema.add_ik_target() == {"FINISHED"}

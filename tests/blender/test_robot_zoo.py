@@ -36,7 +36,7 @@ import tracemalloc
 import numpy as np
 import pytest
 from rig_helpers import IndependentFK, joints_of, pose_error, robot_of, set_joints, walk
-from robot_zoo_robots import ZOO, import_robot, robot_file
+from robot_zoo_robots import ZOO, robot_file
 
 #: Open findings on the zoo, each a real miss kept visible as a non-strict xfail
 #: rather than dropped. Fixed since the first measure (2026-12-03): tiago_dual and tiago_pro (3 runs
@@ -131,10 +131,10 @@ def test_a_new_user_s_first_ten_minutes(blender, name):
     from kinema_nodes.core.errors import RobotFileError
 
     try:
-        robot_file(name)
+        path, packages = robot_file(name)
     except RobotFileError as error:  # robosuite 1.5.1 (the newest for Python 3.13) ships no xArm7
         pytest.skip(str(error))
-    assert import_robot(bpy, name) == {"FINISHED"}
+    assert bpy.ops.kinema.import_urdf(filepath=path, package_path=packages) == {"FINISHED"}
     rig = bpy.context.view_layer.objects.active
     before = joints_of(rig)
     assert bpy.ops.kinema.add_ik_target() == {"FINISHED"}

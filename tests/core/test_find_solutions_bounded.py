@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from kinema_nodes.core.model.loading import find_urdf
 from kinema_nodes.core.stages.configurations import MAX_CONFIGURATIONS, MAX_DESCENT_STEPS, MAX_FREE_JOINTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,24 +73,6 @@ SEARCH_SCRIPT = textwrap.dedent(
 )
 
 
-def robosuite_robot(name: str) -> str:
-    import importlib.util
-
-    spec = importlib.util.find_spec("robosuite")
-    if spec is None:
-        pytest.fail("robosuite is not installed: install the test dependencies (README)")
-    return str(Path(spec.submodule_search_locations[0]) / "models" / "assets" / "robots" / name / "robot.xml")
-
-
-def centauro() -> str:
-    from kinema_nodes.core.model.example_robots import example_robots_folder
-
-    folder = example_robots_folder()
-    if folder is None:
-        pytest.fail("example-robot-data is not installed: install the test dependencies (README)")
-    return str(folder / "centauro_description" / "urdf" / "centauro.urdf")
-
-
 def search(path: str, links: str, offset: float) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, path, links, str(offset), str(ADDRESS_SPACE_GIB)],
@@ -99,31 +82,24 @@ def search(path: str, links: str, offset: float) -> dict:
     return json.loads(line[len("REPORT "):])
 
 
-def robot_path(robot: str) -> str:
-    from kinema_nodes.core.model.loading import find_urdf
-
-    return {"gr1": lambda: robosuite_robot("gr1"), "centauro": centauro,
-            "yumi": lambda: str(find_urdf("robosuite_yumi"))}[robot]()
-
-
 @pytest.mark.parametrize("robot, links, offset", [
-    ("gr1", "right_eef,left_eef", 0.6),   # 17 joints: unbounded, 434 branches and 1.4 GB
+    ("robosuite_gr1", "right_eef,left_eef", 0.6),   # 17 joints: unbounded, 434 branches and 1.4 GB
     ("centauro", "arm1_6,arm2_6", 0.3),    # 13 joints on a wheeled base
-    ("yumi", "right_hand,left_hand", 0.3),  # 2 x 7 joints (robosuite-models)
+    ("robosuite_yumi", "right_hand,left_hand", 0.3),  # 2 x 7 joints (robosuite-models)
 ])
 def test_a_big_robot_gets_an_answer_within_the_memory_and_work_bound(robot, links, offset):
-    report = search(robot_path(robot), links, offset)
+    report = search(str(find_urdf(robot)), links, offset)
     assert 1 <= report["count"] <= MAX_CONFIGURATIONS, report
     assert 0 < report["steps"] <= MAX_DESCENT_STEPS, report
     assert max(report["errors"]) <= 1e-4, "every configuration listed reaches the targets (1e-4 m / rad)"
 
 
 @pytest.mark.parametrize("robot, links", [
-    ("gr1", "right_eef,left_eef,l_foot_roll,r_foot_roll"),  # both hands and both feet: 25 joints
+    ("robosuite_gr1", "right_eef,left_eef,l_foot_roll,r_foot_roll"),  # both hands and both feet: 25 joints
     ("centauro", "arm1_6,arm2_6,wheel_1,wheel_2,wheel_3,wheel_4"),
 ])
 def test_more_joints_than_the_bound_is_a_one_line_refusal(robot, links):
-    report = search(robot_path(robot), links, 0.3)
+    report = search(str(find_urdf(robot)), links, 0.3)
     refused = report.get("refused", "")
     assert refused.startswith(f"Find Solutions searches at most {MAX_FREE_JOINTS} joints;"), report
     assert "\n" not in refused
