@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .blender.carried import carried_by
 from .blender.flatten import SEPARATOR, node_by_path
 from .blender.keyed_controls import keyed_control
 from .blender.path_moves import tool_goal
@@ -252,7 +253,9 @@ _PREPARED_KEPT = 32
 def live_solve(robot, goals, start, options):
     """`core.solve.solve` for a live frame, through a cached `prepare` (the same answers: the
     prepared path hands anything but a converged warm kernel descent to `solve`)."""
-    if options.avoid is not None:  # collision avoidance is solve()'s (core/solve/_avoiding.py), not the prepared kernel's
+    avoid = options.avoid
+    if avoid is not None and (avoid.world is not None or avoid.carried):
+        # a world or carried objects are this frame's: solve()'s own avoiding path (core/solve/_avoiding.py)
         return _solve()(robot, goals, start, options)
     links = tuple(g.link for g in goals)
     weights = tuple((g.position_weight, g.rotation_weight) for g in goals)
@@ -406,12 +409,13 @@ def _still_off(tree, state: TreeState, program: Program, step, was_dirty: bool, 
 # ---- the fast frame ------------------------------------------------------------------------
 #
 # Every live frame of a plain step (targets straight into a Solver: nothing after it, nothing to
-# avoid, no Link Switch) goes from the controls and the rig to the prepared kernel solve and back
+# avoid but the robot itself, no Link Switch) goes from the controls and the rig to the prepared
+# solve (the kernel's, or the avoiding solve's for Avoid Collisions on the robot) and back
 # with what does not change per frame done once per compiled step: the options, held joints and
 # weights, the prepared solve per link set, a fingerprint of plain tuples. The answer is the one
 # `Program.run_step` gives (tests/blender/test_live_ik.py checks it); anything unusual on a frame
-# (a control without a pose, a link the robot lacks, a rig showing a non-finite value) takes
-# the general path, which says why.
+# (a control without a pose, a link the robot lacks, a rig showing a non-finite value, an object
+# a grasp holds while avoiding) takes the general path, which says why.
 
 
 class FastFrame:
@@ -477,6 +481,8 @@ class FastFrame:
                 poses.append(goal)
             links.append(node.link_for_index(robot, node.link_index) if static else node.link_at_frame(robot))
         links = tuple(links)
+        if self.options.avoid is not None and carried_by(rig, frame):
+            return False  # what a grasp holds is kept clear too: frame_inputs reads it (the general path)
         start = io.read(bones)
         if not math.isfinite(sum(start.tolist())) or not self.links.issuperset(links):  # float32 channels: no overflow
             return False
@@ -557,8 +563,13 @@ def _fast_frame(tree, state: TreeState, program: Program, step, was_dirty: bool)
 
 
 def _make_fast_frame(tree, step) -> FastFrame | None:
-    if step.after_solver or step.options.avoid is not None or step.backend == "off":
+    avoid = step.options.avoid
+    if step.after_solver or step.backend == "off":
         return None
+    if avoid is not None:  # the robot itself only: a world is each frame's (frame_inputs reads it)
+        solver = tree.nodes.get(step.node)
+        if not avoid.self_ or solver is None or solver.avoids_world():
+            return None
     if any(t.link_source for t in step.targets) or any(SEPARATOR in t.node for t in (step, *step.targets)):
         return None
     for target in step.targets:
@@ -568,7 +579,7 @@ def _make_fast_frame(tree, step) -> FastFrame | None:
             return None
     robot = step.robot
     held = frozenset(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
-    options = replace(step.options, backend=step.backend, held_joints=held, posture=None, avoid=None)
+    options = replace(step.options, backend=step.backend, held_joints=held, posture=None)
     weights = tuple((t.position_weight, t.rotation_weight) for t in step.targets)
     return FastFrame(tuple(t.node for t in step.targets), options, weights, frozenset(robot.links))
 
@@ -614,8 +625,9 @@ def _show_readout(solver, step, result: StepResult, force: bool, frame, state: T
     if clearance is not None and np.isfinite(clearance):
         shown["clearance"] = f"Clearance: {clearance * 1000:.1f} mm" + (" (in collision)" if clearance < 0 else "")
     SESSION.tree(solver.id_data.as_pointer()).readouts[solver.name] = state.readouts[step.node] = shown
-    if solve is not None:
-        _check_budget(solver, step, result.solved_links, solve.backend, result.ms, force, state, note)
+    if solve is not None:  # a live PyRoki tracking step answered by the kernel is an ordinary frame
+        counted = "" if solve.fallback_reason == TRACKING_NOTE else note
+        _check_budget(solver, step, result.solved_links, solve.backend, result.ms, force, state, counted)
 
 
 #: Live updates pause only after this many ordinary frames in a row over budget: one slow frame
@@ -665,11 +677,14 @@ def _compiling_in_background() -> bool:
 
 
 def _show_fast(solver, step, solved, links: tuple, force: bool, frame: int, state: TreeState) -> None:
-    """`_show_readout` of a fast frame's solve (no clearance: the fast frame avoids nothing),
-    its summary left to the first reader (`session.readout`)."""
+    """`_show_readout` of a fast frame's solve, its summary left to the first reader
+    (`session.readout`)."""
     note = f"Using NumPy: {solved.fallback_reason}" if solved.fallback_reason else ""
-    state.readouts[step.node] = {"ms": solved.ms, "summary": None, "solved": solved, "solving_to": ", ".join(links),
-                                 "backend_note": note, "frame": frame}
+    shown = state.readouts[step.node] = {"ms": solved.ms, "summary": None, "solved": solved, "solving_to": ", ".join(links),
+                                         "backend_note": note, "frame": frame}
+    clearance = solved.min_clearance_m  # Avoid Collisions on the robot itself
+    if clearance is not None and math.isfinite(clearance):
+        shown["clearance"] = f"Clearance: {clearance * 1000:.1f} mm" + (" (in collision)" if clearance < 0 else "")
     # a live PyRoki tracking step answered by the kernel is an ordinary frame, counted like one
     counted = "" if solved.fallback_reason == TRACKING_NOTE else note
     _check_budget(solver, step, links, solved.backend, solved.ms, force, state, counted)  # a plain step is never in a group

@@ -14,11 +14,6 @@ def on_frame_change_pre(scene, depsgraph=None):
 
 
 @persistent
-def on_frame_change_pre(scene, depsgraph=None):
-    evaluator.run_pre(scene)
-
-
-@persistent
 def on_frame_change(scene, depsgraph=None):
     evaluator.run_all(scene)
 
@@ -60,7 +55,6 @@ def on_load(*_args):
 HANDLERS = (
     (bpy.app.handlers.undo_post, on_undo),
     (bpy.app.handlers.redo_post, on_undo),
-    (bpy.app.handlers.frame_change_pre, on_frame_change_pre),
     (bpy.app.handlers.frame_change_pre, on_frame_change_pre),
     (bpy.app.handlers.frame_change_post, on_frame_change),
     (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),

@@ -549,6 +549,12 @@ class PreparedSolve:
         goals = self.goals(positions, wxyz)
         if frame_missed and options.avoid is None:
             result = _solve_past_frame(self.robot, goals, start, options, time.perf_counter(), search_share=self.search_share)
+        elif options.avoid is not None and self.live_pyroki and self.note is None:
+            from ._avoiding import solve_avoiding
+
+            # a live avoiding frame's plain solves are tracking steps too (#33: PyRoki's JAX dispatch
+            # cost twice the whole avoiding frame on NumPy)
+            result = solve_avoiding(self.robot, goals, start, options, _tracking_step)
         else:
             result = solve(self.robot, goals, start, options, search_share=self.search_share)
         if self.note is not None:
@@ -617,6 +623,18 @@ class PreparedSolve:
             joints[row], converged[row] = current, bool(result.converged)
             row += 1
         return joints, converged
+
+
+def _tracking_step(robot, targets, start, options, *, keep_branch: bool = True) -> SolveResult:
+    """A live PyRoki rig's plain solve inside its avoiding frame: the compiled NumPy frame call
+    where it answers (a converged warm descent: a tracking step, as on a plain live PyRoki frame),
+    PyRoki's `solve` where it does not."""
+    t0 = time.perf_counter()
+    tracked = solve_frame(robot, targets, start, replace(options, backend="numpy"), t0)
+    if tracked is not None:
+        tracked.fallback_reason = TRACKING_NOTE
+        return tracked
+    return solve(robot, targets, start, options, keep_branch=keep_branch)
 
 
 class _WithPosture(tuple):
