@@ -361,6 +361,86 @@ def plain_routes(bpy, backend, frames, passes=5, block=25, first_pass=False) -> 
             f"({len(blocks)} blocks) | {med['before'] / med['blender']:.2f}× |")
 
 
+def plain_floor(bpy, frames, passes=4, block=25):
+    """What any Python handler pays in the plain scene (NumPy, keyed location+rotation, loop 5 cm
+    in), in blocks of `block` frames, the modes back to back: Kinema; Blender's IK constraint; no
+    IK; no IK without the add-on's own frame_change_post handlers (what every scene pays for them:
+    grasped objects, grippers); and two bare frame_change_pre handlers in place of Kinema's, both
+    without the add-on's post handlers: "write" writes the answer Kinema gave for that frame
+    through the same LiveRig (no control, no solve), "essential" predicts the keyed control's pose
+    from its F-curves, reads the rig, runs the same prepared kernel solve and writes (no tree,
+    nodes, fingerprint, readout or post check). Returns {mode: CPU ms per frame_set}."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender.keyed_controls import keyed_control
+    from kinema_nodes.blender.postures import whole_posture
+    from kinema_nodes.blender.rig import live_rig, read_joint_values
+    from kinema_nodes.core.graph.program import single_quaternion
+    from kinema_nodes.session import SESSION
+
+    scene, tree, solver, constraint = plain_scene(bpy, "NUMPY", True, 0.05, frames)
+    program = evaluator.program_for(tree)
+    step = program.steps[0]
+    robot = step.robot
+    rig = evaluator.rig_object(tree, program, step)
+    lean = evaluator._fast_frame(tree, SESSION.tree(tree.as_pointer()), program, step, False)
+    target = tree.nodes[step.targets[0].node]
+    prepared = evaluator._prepared_solve(robot, (target.link_for_index(robot, 0),), lean.options, lean.weights)
+    posture = whole_posture(solver, robot, 1, read_joint_values(rig, robot))
+    bone, answers = target.control_bone, {}
+    for frame in range(1, frames + 1):
+        scene.frame_set(frame)
+        answers[frame] = read_joint_values(rig, robot)
+
+    def write(scene, depsgraph=None):
+        bones = rig.pose.bones
+        io = live_rig(rig, robot, bones)
+        io.read(bones)
+        io.write(rig, bones, answers[scene.frame_current])
+
+    def essential(scene, depsgraph=None):
+        bones = rig.pose.bones
+        io = live_rig(rig, robot, bones)
+        pose = keyed_control(rig, bone, io.written, SESSION.generation).pose(scene.frame_current)
+        start = io.read(bones)
+        wxyz = single_quaternion((pose[0::4], pose[1::4], pose[2::4]))
+        io.write(rig, bones, prepared.solve([(pose[12], pose[13], pose[14])], [wxyz], start, posture).joints)
+
+    pre, post = bpy.app.handlers.frame_change_pre, bpy.app.handlers.frame_change_post
+    ours_pre = [h for h in pre if h.__module__.startswith("kinema_nodes")]
+    ours_post = [h for h in post if h.__module__.startswith("kinema_nodes")]
+    times = {"kinema": [], "blender": [], "none": [], "none, no add-on handlers": [], "write": [], "essential": []}
+    bare = {"write": write, "essential": essential}
+
+    def use(mode):
+        for handler in (*ours_pre, *bare.values()):
+            while handler in pre:
+                pre.remove(handler)
+        for handler in ours_post:
+            while handler in post:
+                post.remove(handler)
+        solver.live = mode == "kinema"
+        constraint.mute = mode != "blender"
+        if mode in bare:
+            pre.append(bare[mode])
+        elif mode != "none, no add-on handlers":
+            pre.extend(ours_pre)
+            post.extend(ours_post)
+
+    try:
+        for _ in range(passes):
+            for first in range(1, frames + 1, block):
+                for mode, cpu in times.items():
+                    use(mode)
+                    scene.frame_set(max(first - 1, 1))  # the switch settles here, untimed
+                    for frame in range(first, min(first + block, frames + 1)):
+                        c0 = time.thread_time()
+                        scene.frame_set(frame)
+                        cpu.append((time.thread_time() - c0) * 1000.0)
+    finally:
+        use("kinema")
+    return times
+
+
 def plain_main(args) -> int:
     import os
 
@@ -397,7 +477,7 @@ def plain_main(args) -> int:
                        f"{sum(s.startswith('converged') for s in summaries)}/{len(summaries)} |")
                 print(row, flush=True)
                 lines.append(row)
-    for backend in ("NUMPY", "PYROKI"):  # Avoid Collisions on (Self): the avoiding path, no fast frame call
+    for backend in ("NUMPY", "PYROKI"):  # Avoid Collisions on (Self): the avoiding solve on the fast frame
         times, restarts, summaries = plain_case(bpy, backend, False, 0.05, args.frames, avoid_self=True)
         k, b, n = times["kinema"], times["blender"], times["none"]
         row = (f"| {backend}, keyed location, loop 5 cm in, Avoid Collisions (Self) on | {med(k):.3f} ({percentile(k, 95):.3f}) | "
@@ -413,6 +493,17 @@ def plain_main(args) -> int:
               "|---|---|---|---|---|---|---|"]
     for backend, first_pass in (("NUMPY", False), ("PYROKI", False), ("NUMPY", True)):
         row = plain_routes(bpy, backend, args.frames, first_pass=first_pass)
+        print(row, flush=True)
+        lines.append(row)
+    floor = plain_floor(bpy, args.frames)
+    blender = med(floor["blender"])
+    lines += ["", "What any Python handler pays here (NumPy, keyed location+rotation, loop 5 cm in; 4 passes in blocks "
+              "of 25, the modes back to back; `plain_floor`): \"write\" is a bare frame_change_pre handler writing "
+              "the answer Kinema gave for the frame, \"essential\" one that predicts the control's pose, reads the "
+              "rig, runs the same prepared kernel solve and writes; both run without the add-on's post handlers:", "",
+              "| mode | CPU ms per frame_set (p95) | / Blender IK |", "|---|---|---|"]
+    for mode, cpu in floor.items():
+        row = f"| {mode} | {med(cpu):.3f} ({percentile(cpu, 95):.3f}) | {med(cpu) / blender:.2f}× |"
         print(row, flush=True)
         lines.append(row)
     lines += ["", f"Load average before {load_before}, after {', '.join(f'{v:.2f}' for v in os.getloadavg())}."]

@@ -450,7 +450,7 @@ class FastFrame:
         static = tree.animation_data is None  # read each frame: a script may key the tree between frames
         if pre and not static:
             return False  # the tree's keyed settings are not evaluated for this frame yet
-        poses, links, controls = [], [], []
+        poses, links, controls, goals = [], [], [], []
         matrices = False
         for name in self.targets:
             node = nodes.get(name)
@@ -460,9 +460,11 @@ class FastFrame:
             if bone and node.control_object == rig:  # the default: a bone of the rig, read with the rig's matrices
                 if pre:
                     keyed = keyed_control(rig, bone, io.written, SESSION.generation)
-                    flat = None if keyed is None else keyed.pose(frame)
-                    if flat is None:
+                    goal = None if keyed is None else keyed.goal(frame)
+                    if goal is None:
                         return False
+                    flat = goal[0]
+                    goals.append(goal)
                     controls.append(io.index[bone])
                 else:
                     if not matrices:
@@ -499,7 +501,9 @@ class FastFrame:
                     SESSION.pre.checks.append((rig, io, controls, poses, last[1]))
                 return None
         positions, rotations = [], []
-        for pose in poses:  # the goals, made only for a frame that is solved
+        if pre:  # each a keyed control's, made once a frame (`KeyedControl.goal`)
+            positions, rotations = [g[1] for g in goals], [g[2] for g in goals]
+        for pose in () if pre else poses:  # the goals, made only for a frame that is solved
             if type(pose) is list:  # a bone's pose, 16 floats column after column
                 wxyz = single_quaternion((pose[0::4], pose[1::4], pose[2::4]))
                 position = (pose[12], pose[13], pose[14])
@@ -753,8 +757,8 @@ def run_pre(scene) -> None:
 def _pre_frame_holds(scene) -> bool:
     """Whether `run_pre` answered every live step of every tree for this frame and what it
     assumed holds after Blender's evaluation: nothing was edited since (the generation, no tree
-    marked dirty, the same trees), each control's evaluated pose is the one it solved for, and
-    each rig holds what it wrote. Anything else: `run_all` runs every tree as ever (and solves
+    marked dirty, the same trees, each rig's bone count), each control's evaluated pose is the
+    one it solved for, and each rig holds what it wrote. Anything else: `run_all` runs every tree as ever (and solves
     again where the inputs differ)."""
     import bpy
 
@@ -767,15 +771,15 @@ def _pre_frame_holds(scene) -> bool:
     try:
         for rig, io, controls, poses, written in pre.checks:
             bones = rig.pose.bones
-            if bones.keys() != io.names:  # a bone renamed, added or removed in between
+            # a bone added or removed in between (a rename moves nothing: what follows reads by place)
+            if len(bones) != len(io.names):
                 return False
             io.read_matrices(bones)
             matrices = io.matrices
             for i, pose in zip(controls, poses):
                 if matrices[16 * i:16 * i + 16].tolist() != pose:
                     return False
-            io.read(bones)
-            if io.held.tobytes() != written:
+            if not io.holds(bones, written):
                 return False
     except ReferenceError:  # a rig removed in between
         return False

@@ -218,22 +218,23 @@ def place_carried(scene, grippers: bool = True) -> None:
     """Every rig's gripper value (with `grippers`), then every grasped object's pose, for the
     scene's frame. An object already there is not written: a write is a depsgraph update, and
     this also runs on those (a carried object follows a live drag) without feeding itself."""
-    if grippers:
-        for obj in scene.objects:
-            if obj.type == "ARMATURE" and obj.kinema_gripper_used and not gripper_node_drives(obj):
-                apply_gripper(obj)
-    frame = scene.frame_current
-    for obj in scene.objects:
+    held = []
+    for obj in scene.objects:  # one pass: this runs on every frame of every scene
         if len(obj.kinema_grasps):
-            try:
-                pose = carried_pose(obj, frame)
-            except KinemaError:
-                continue
-            if np.abs(pose - _world(obj)).max() <= 1e-9:
-                continue
-            from mathutils import Matrix
+            held.append(obj)
+        if grippers and obj.type == "ARMATURE" and obj.kinema_gripper_used and not gripper_node_drives(obj):
+            apply_gripper(obj)
+    frame = scene.frame_current
+    for obj in held:  # after every gripper: a grasp may hold at a finger
+        try:
+            pose = carried_pose(obj, frame)
+        except KinemaError:
+            continue
+        if np.abs(pose - _world(obj)).max() <= 1e-9:
+            continue
+        from mathutils import Matrix
 
-            obj.matrix_world = Matrix(pose.tolist())
+        obj.matrix_world = Matrix(pose.tolist())
 
 
 @persistent

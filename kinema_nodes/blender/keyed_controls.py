@@ -22,7 +22,11 @@ Taken only where nothing else can move the control (anything else keeps the post
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from ..core.graph.program import single_quaternion
 
 _F32 = np.float32
 _CACHE: dict = {}  # (rig pointer, bone name) -> (generation, KeyedControl or None)
@@ -35,7 +39,7 @@ def reset_caches() -> None:
 class KeyedControl:
     """One control bone's F-curves and the static part of its pose (its parent transform)."""
 
-    __slots__ = ("curves", "constants", "rotscale", "columns", "poses", "rig", "action", "pointers")
+    __slots__ = ("curves", "constants", "rotscale", "columns", "poses", "goals", "rig", "action", "pointers")
 
     def __init__(self, curves, constants, rotscale, rig, action, pointers):
         #: ten channels (location 3, rotation_quaternion 4, scale 3): the F-curve's place in its
@@ -53,6 +57,27 @@ class KeyedControl:
         #: changed while this object lives (it is made again after every depsgraph update; a key a
         #: script moves without one is caught after the evaluation, which solves again)
         self.poses: dict = {}
+        self.goals: dict = {}  # frame -> (pose, position, wxyz): `goal`
+
+    def goal(self, frame: float) -> tuple | None:
+        """(`pose`, its position, its rotation as wxyz) at `frame`, made once per frame met (a
+        scrub meets frames again and the quaternion costs as much as the pose's lookup), or None
+        where `pose` is None or the pose has no usable rotation or position (the post route then
+        answers, and says why)."""
+        known = self.goals.get(frame)
+        if known is not None:
+            return known
+        flat = self.pose(frame)
+        if flat is None:
+            return None
+        wxyz = single_quaternion((flat[0::4], flat[1::4], flat[2::4]))
+        position = (flat[12], flat[13], flat[14])
+        if wxyz is None or not math.isfinite(position[0] + position[1] + position[2]):  # inf - inf is nan too
+            return None
+        if len(self.goals) >= _POSES_KEPT:
+            self.goals.clear()
+        known = self.goals[frame] = (flat, position, wxyz)
+        return known
 
     def pose(self, frame: float) -> list | None:
         """The control's pose matrix (armature space) at `frame`, as 16 floats column after

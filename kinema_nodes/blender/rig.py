@@ -300,6 +300,13 @@ class LiveRig:
         self.held = held = self.values[self.flat]
         return held / self.scales
 
+    def holds(self, bones, written: bytes) -> bool:
+        """Whether the rig's channels are `written` (what `write` returned), read as `read` reads
+        them but with no joint values made."""
+        for path, view in self.views:
+            bones.foreach_get(path, view)
+        return self.values[self.flat].tobytes() == written
+
     def read_matrices(self, bones) -> None:
         """Every bone's pose matrix (armature space, this frame's), for `control_rows`."""
         bones.foreach_get("matrix", self.matrices)

@@ -34,7 +34,7 @@ from ..collision import (Avoid, Clearance, Pairs, check_avoid, collision_reason,
                          summarise)
 from ._chain import problem_for
 from ._posture import redundancy
-from ._types import SolveResult, check_targets
+from ._types import SolveResult, check_targets, replaced
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -264,7 +264,7 @@ def solve_avoiding(robot: RobotModel, targets: IKTarget | Sequence[IKTarget], st
     avoid = options.avoid
     check_avoid(avoid)
     model, kin = prepare_pairs(robot, avoid)
-    plain_options = replace(options, avoid=None)
+    plain_options = replaced(options, avoid=None)
     base = plain_solve(robot, targets, start, plain_options)
     base_pairs, _ = measure_pairs(robot, model, kin, avoid, base.joints)
     base_clear = summarise(base_pairs, avoid)

@@ -26,7 +26,7 @@ from ._contract import _finish, _within
 from ._polish import polish
 from ._reach_bound import short_of_reach
 from ._types import (IKTarget, SolveOptions, SolveResult, TargetArrays, check_options, check_start,
-                     check_targets, pack_targets)
+                     check_targets, pack_targets, replaced)
 
 #: A float32 PyRoki answer that misses the float64 tolerance by less than this is polished by
 #: a few float64 NumPy iterations (float32 bottoms out around 1e-6).
@@ -545,7 +545,7 @@ class PreparedSolve:
         run and missed, so `solve`'s own would miss the same way: it is skipped."""
         if self.note is None and self.live_pyroki:
             self._poll_pyroki()
-        options = _options(options) if self.note is None else replace(_options(options), backend="numpy")
+        options = _options(options) if self.note is None else replaced(_options(options), backend="numpy")
         goals = self.goals(positions, wxyz)
         if frame_missed and options.avoid is None:
             result = _solve_past_frame(self.robot, goals, start, options, time.perf_counter(), search_share=self.search_share)
@@ -630,7 +630,7 @@ def _tracking_step(robot, targets, start, options, *, keep_branch: bool = True) 
     where it answers (a converged warm descent: a tracking step, as on a plain live PyRoki frame),
     PyRoki's `solve` where it does not."""
     t0 = time.perf_counter()
-    tracked = solve_frame(robot, targets, start, replace(options, backend="numpy"), t0)
+    tracked = solve_frame(robot, targets, start, replaced(options, backend="numpy"), t0)
     if tracked is not None:
         tracked.fallback_reason = TRACKING_NOTE
         return tracked
@@ -647,7 +647,7 @@ class _WithPosture(tuple):
 
 def _options(options) -> SolveOptions:
     if isinstance(options, _WithPosture):
-        return replace(options[0], posture=tuple(float(v) for v in options[1]))
+        return replaced(options[0], posture=tuple(map(float, options[1])))
     return options
 
 

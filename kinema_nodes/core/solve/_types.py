@@ -239,6 +239,27 @@ def check_start(robot, start) -> np.ndarray:
     return start
 
 
+_REPLACED: dict = {}  # (id(options), changes) -> (options, the copy)
+
+
+def replaced(options: SolveOptions, **changes) -> SolveOptions:
+    """`dataclasses.replace(options, **changes)` (hashable values), made once per options object:
+    a live frame asks for the same copy every frame (the avoiding solve's plain options, a live
+    PyRoki rig's NumPy options), and a dataclass `replace` costs as much as the kernel's solve.
+    The options are frozen, so the copy stays theirs while the options object lives (kept here)."""
+    key = (id(options), *changes.items())
+    known = _REPLACED.get(key)
+    if known is not None and known[0] is options:
+        return known[1]
+    from dataclasses import replace
+
+    copy = replace(options, **changes)
+    if len(_REPLACED) >= 64:
+        _REPLACED.clear()
+    _REPLACED[key] = (options, copy)
+    return copy
+
+
 def check_options(robot, options: SolveOptions) -> None:
     if options.backend not in BACKENDS:
         raise KinemaError(f"unknown solver '{options.backend}'; choose one of {', '.join(BACKENDS)}")
