@@ -326,15 +326,18 @@ def _target_collection(context):
 
 
 def import_urdf(context, filepath: str | Path, *, collision: bool = True, bone_length: float | None = None,
-                package_path=None, xacro_args: dict[str, str] | None = None):
+                package_path=None, xacro_args: dict[str, str] | None = None, notes: list | None = None):
     """Import a robot (URDF, xacro, MJCF, or a robot's name) as a rig; returns the armature object.
 
     The rig stores the URDF the robot was built from (for xacro its expansion, for MJCF its
     conversion), so the saved file never needs the workspace again. `package_path` and
     `xacro_args` are `load_robot`'s. Raises `KinemaError` (one line) and leaves the file as it
-    was when anything is wrong.
+    was when anything is wrong. `notes`, a list, receives what the loader noted about the file
+    (`RobotModel.notes`: the rig keeps only the URDF, so they are known only now).
     """
     robot = load_robot(filepath, package_path=package_path, xacro_args=xacro_args)
+    if notes is not None:
+        notes.extend(robot.notes)
     _check_names(robot)
     urdf_text = robot.urdf_text
     if not urdf_text:

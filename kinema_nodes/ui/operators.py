@@ -45,14 +45,25 @@ class KINEMA_OT_import_urdf(ReportingOperator, bpy.types.Operator, ImportHelper)
         kernel_status()  # starts loading the compiled kernel now, beside the import, so the first drag finds it ready
         try:
             folders = package_folders(context) + ([bpy.path.abspath(self.package_path)] if self.package_path.strip() else [])
+            notes = []
             rig_object = import_urdf(context, self.filepath, collision=self.import_collision,
-                                     package_path=folders, xacro_args=parse_xacro_args(self.xacro_args.split()))
+                                     package_path=folders, xacro_args=parse_xacro_args(self.xacro_args.split()), notes=notes)
         except KinemaError:
             raise
         except Exception as exc:  # noqa: BLE001 -- the importer has already removed what it made
             raise KinemaError(f"Import of '{self.filepath}' failed: {type(exc).__name__}: {exc}") from None
         robot = rig.robot_for_rig(rig_object)
-        return f"Imported '{robot.name}': {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'"
+        return _with_notes(f"Imported '{robot.name}': {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'", notes)
+
+
+def _with_notes(line: str, notes: list):
+    """The import's report: its line, or a warning with the first note that asks something of
+    the user (`core.model.mjcf.ATTENTION`: the import went through, but the file likely says
+    something it does not mean)."""
+    from ..core.model.mjcf import ATTENTION
+
+    asking = [note for note in notes if note.startswith(ATTENTION)]
+    return ({"WARNING"}, f"{line}; {asking[0]}") if asking else line
 
 
 #: Every (robot list, items list) handed to Blender for the robot names, kept: Blender holds
@@ -115,13 +126,15 @@ class KINEMA_OT_import_robot_by_name(ReportingOperator, bpy.types.Operator):
         path = find_urdf(self.robot)
         kernel_status()  # as Import URDF: the compiled kernel loads beside the import, ready for the first drag
         try:
-            rig_object = import_urdf(context, path, collision=self.import_collision, package_path=package_folders(context))
+            notes = []
+            rig_object = import_urdf(context, path, collision=self.import_collision, package_path=package_folders(context), notes=notes)
         except KinemaError:
             raise
         except Exception as exc:  # noqa: BLE001 -- the importer has already removed what it made
             raise KinemaError(f"Import of '{self.robot}' failed: {type(exc).__name__}: {exc}") from None
         robot = rig.robot_for_rig(rig_object)
-        return f"Imported '{self.robot}' ({robot.name}): {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'"
+        return _with_notes(f"Imported '{self.robot}' ({robot.name}): {len(robot.links)} links, {robot.dof} joints as '{rig_object.name}'",
+                           notes)
 
 
 class KINEMA_OT_key_all_joints(RigOperator, bpy.types.Operator):

@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 
 from recording_layout import draw_panel
+from rig_helpers import robot_of
 
 ROBOTS = ["tiago", "spot_arm"]
 FIRST, LAST = 1, 40
@@ -147,3 +148,28 @@ def test_bake_check_limits_export_and_panel_say_no_velocity_limit(blender, name,
     assert f"Frames {FIRST}–{LAST}: within every limit checked" in texts, texts
     assert not [t for t in texts if t.endswith("(vel)")], texts
     assert not [t for t in texts if re.fullmatch(r"0(\.0*)? (rad|m)/s", t)], texts
+
+
+@pytest.mark.parametrize(("name", "warned"), [("robosuite_aloha", True), ("robosuite_kinova3", False)])
+def test_an_mjcf_read_in_degrees_that_looks_like_radians_is_imported_with_a_warning_saying_what_to_change(
+        blender, capfd, name, warned):
+    """robosuite-models' ALOHA has its `<compiler angle="radian">` commented out, so MuJoCo (and
+    so Kinema) reads its ranges as degrees: every hinge within +-3.14 degrees, an arm that can
+    hardly move. Both import buttons (Import URDF/MJCF, Import Robot by name) finish, keep
+    MuJoCo's reading, and report a warning that says what to add to the file; a file in radians
+    (Kinova3) imports with its plain info line."""
+    bpy = blender
+    from kinema_nodes.core.model.loading import find_urdf
+
+    for run in (lambda: bpy.ops.kinema.import_urdf(filepath=str(find_urdf(name))),
+                lambda: bpy.ops.kinema.import_robot_by_name(robot=name)):
+        capfd.readouterr()
+        assert run() == {"FINISHED"}
+        printed = capfd.readouterr().out
+        lines = [line for line in printed.splitlines() if "Imported '" in line]
+        assert len(lines) == 1, printed
+        assert lines[0].startswith("Warning: " if warned else "Info: "), lines
+        assert ('<compiler angle="radian"/>' in lines[0]) == warned, lines
+        rig = bpy.context.view_layer.objects.active
+        robot = robot_of(rig)
+        assert (np.abs(np.concatenate([robot.lower, robot.upper])).max() < np.radians(3.2)) == warned

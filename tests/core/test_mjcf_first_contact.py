@@ -198,3 +198,48 @@ def test_chained_joint_couplings_load_as_mimics_of_the_root_joint_and_match_mujo
             worst_pose = max(worst_pose, float(np.abs(ours - theirs_root).max()))
     assert worst_equality <= 1e-12
     assert worst_pose <= 1e-9
+
+
+_TWO_HINGES = """<mujoco model="two_hinges">{compiler}
+  <worldbody>
+    <body name="upper">
+      <joint name="shoulder" type="hinge" axis="0 0 1" range="{low} {high}"/>
+      <geom type="capsule" size="0.02" fromto="0 0 0 0.2 0 0"/>
+      <body name="lower" pos="0.2 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0" range="{low} {high}"/>
+        <geom type="capsule" size="0.02" fromto="0 0 0 0.2 0 0"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize(("compiler", "low", "high", "noted"), [
+    ("", -3.14, 3.14, True),  # radians written, no angle unit: MuJoCo reads +-3.14 degrees
+    ('\n  <compiler angle="radian"/>', -3.14, 3.14, False),
+    ("", -90, 90, False),  # degrees, meant as degrees
+])
+def test_an_mjcf_whose_ranges_look_like_radians_read_as_degrees_says_what_to_change(compiler, low, high, noted, tmp_path):
+    """MuJoCo reads angles in degrees unless `<compiler angle="radian"/>` says otherwise; a file
+    written in radians without it imports with every hinge within +-3.14 degrees, an arm that
+    can hardly move. The import keeps MuJoCo's reading (the ranges are as MuJoCo compiles them)
+    and its notes say what to change; a file in radians or in real degrees gets no such note.
+    And robosuite-models' ALOHA (its compiler line commented out) gets the note."""
+    from kinema_nodes.core.model.mjcf import urdf_from_mjcf
+
+    path = tmp_path / "two_hinges.xml"
+    path.write_text(_TWO_HINGES.format(compiler=compiler, low=low, high=high))
+    robot = load_robot(path)
+    expected = np.radians([low, high]) if not compiler else np.array([low, high])
+    np.testing.assert_allclose([robot.lower[0], robot.upper[0]], expected, rtol=0, atol=1e-12)
+    notes = [note for note in urdf_from_mjcf(path)[1] if '<compiler angle="radian"/>' in note]
+    assert bool(notes) == noted, notes
+    if noted:
+        from kinema_nodes.core.model.mjcf import ATTENTION
+
+        assert notes[0].startswith(ATTENTION) and "±3.14°" in notes[0], notes  # the import reports it as a warning
+    from kinema_nodes.core.model.loading import find_urdf
+
+    aloha = [note for note in urdf_from_mjcf(find_urdf("robosuite_aloha"))[1] if '<compiler angle="radian"/>' in note]
+    assert len(aloha) == 1, aloha

@@ -268,6 +268,9 @@ def urdf_from_mjcf(path: str | Path, search=None) -> tuple[str, list[str]]:
                     link_of[b] = w.link(body_name[b])
                     w.joint(f"{body_name[b]}__anchor", "fixed", child, link_of[b], origin)
 
+    note = _degrees_note(model)
+    if note:
+        notes.append(note)
     _mimics(mujoco, model, path, w, joint_name, notes)
     _geoms(mujoco, model, path, w, link_of, root_body, notes)
 
@@ -323,6 +326,28 @@ def _model_name(path: Path) -> str | None:
         return None
     match = re.search(rb"<mujoco[^>]*\smodel\s*=\s*[\"']([^\"']+)[\"']", head)
     return match.group(1).decode("utf-8", "replace") if match else None
+
+
+#: How a note that asks something of the user begins (the import reports it as a warning).
+ATTENTION = "check the file: "
+#: Every limited hinge within this (rad, about 3.2 degrees): radians read as degrees, most likely.
+DEGREES_SUSPECT_RAD = float(np.radians(3.2))
+
+
+def _degrees_note(model) -> str | None:
+    """The note for a file whose every limited hinge range lies within +-3.2 degrees: MuJoCo
+    reads angles in degrees unless `<compiler angle="radian">` says otherwise, so a file that
+    wrote radians without it (robosuite-models' ALOHA, its compiler line commented out) imports as
+    an arm that can hardly move. MuJoCo's reading stands (it is the file's meaning); the note says
+    what to change."""
+    hinges = [j for j in range(model.njnt) if int(model.jnt_type[j]) == _HINGE and bool(model.jnt_limited[j])]
+    if not hinges:
+        return None
+    widest = float(np.abs(model.jnt_range[hinges]).max())
+    if widest == 0.0 or widest > DEGREES_SUSPECT_RAD:
+        return None
+    return (f"{ATTENTION}every hinge's range is within ±{np.degrees(widest):.2f}°: MuJoCo reads angles in degrees unless "
+            '<compiler angle="radian"/> says otherwise; if the file\'s numbers are radians, add that line to it')
 
 
 def _mimics(mujoco, model, path, w: _Writer, joint_name, notes) -> None:
