@@ -176,6 +176,22 @@ def write_pass(bpy, rig, robot, q, frames, handlers=None):
     return cpu
 
 
+def prepared_plain(tree, solver, rig, robot):
+    """(the plain step's prepared kernel solve for its one target, the posture it solves with) as
+    the live frame has them: what the bare handlers below run, without the tree around it."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender.postures import whole_posture
+    from kinema_nodes.blender.rig import read_joint_values
+    from kinema_nodes.session import SESSION
+
+    program = evaluator.program_for(tree)
+    step = program.steps[0]
+    lean = evaluator._fast_frame(tree, SESSION.tree(tree.as_pointer()), program, step, False)
+    link = tree.nodes[step.targets[0].node].link_for_index(robot, 0)
+    prepared = evaluator._prepared_solve(robot, (link,), lean.options, lean.weights)
+    return prepared, whole_posture(solver, robot, 1, read_joint_values(rig, robot))
+
+
 def interleaved(bpy, tree, rig, robot, solver, control, frames, block=25):
     """Kinema live IK (NumPy), Blender's IK constraint, no IK at all, and two bare Python
     frame_change_post handlers, in alternating blocks of `block` frames along the same scrub, so
@@ -185,18 +201,10 @@ def interleaved(bpy, tree, rig, robot, solver, control, frames, block=25):
     same prepared kernel solve and writes, and nothing else (no tree, nodes, posture lookup,
     fingerprint or readout). Returns CPU ms per frame_set for each, and each bare handler's own
     CPU ms."""
-    from kinema_nodes import evaluator
-    from kinema_nodes.blender.postures import whole_posture
     from kinema_nodes.blender.rig import live_rig, read_joint_values
-    from kinema_nodes.session import SESSION
     from kinema_nodes.core.graph.program import single_quaternion
 
-    program = evaluator.program_for(tree)
-    step = program.steps[0]
-    lean = evaluator._fast_frame(tree, SESSION.tree(tree.as_pointer()), program, step, False)
-    link = tree.nodes[step.targets[0].node].link_for_index(robot, 0)
-    prepared = evaluator._prepared_solve(robot, (link,), lean.options, lean.weights)
-    posture = whole_posture(solver, robot, 1, read_joint_values(rig, robot))
+    prepared, posture = prepared_plain(tree, solver, rig, robot)
     constraint = rig.pose.bones["panda_link7"].constraints.new("IK")
     constraint.target = rig
     constraint.subtarget = control
@@ -374,9 +382,8 @@ def plain_floor(bpy, frames, passes=4, block=25):
     nodes, fingerprint, readout or post check). Returns {mode: CPU ms per frame_set}."""
     from kinema_nodes import evaluator
     from kinema_nodes.blender.keyed_controls import keyed_control
-    from kinema_nodes.blender.postures import whole_posture
     from kinema_nodes.blender.rig import live_rig, read_joint_values
-    from kinema_nodes.core.graph.program import single_quaternion
+    from kinema_nodes.core.graph.program import bone_goal
     from kinema_nodes.session import SESSION
 
     scene, tree, solver, constraint = plain_scene(bpy, "NUMPY", True, 0.05, frames)
@@ -384,11 +391,8 @@ def plain_floor(bpy, frames, passes=4, block=25):
     step = program.steps[0]
     robot = step.robot
     rig = evaluator.rig_object(tree, program, step)
-    lean = evaluator._fast_frame(tree, SESSION.tree(tree.as_pointer()), program, step, False)
-    target = tree.nodes[step.targets[0].node]
-    prepared = evaluator._prepared_solve(robot, (target.link_for_index(robot, 0),), lean.options, lean.weights)
-    posture = whole_posture(solver, robot, 1, read_joint_values(rig, robot))
-    bone, answers = target.control_bone, {}
+    prepared, posture = prepared_plain(tree, solver, rig, robot)
+    bone, answers = tree.nodes[step.targets[0].node].control_bone, {}
     for frame in range(1, frames + 1):
         scene.frame_set(frame)
         answers[frame] = read_joint_values(rig, robot)
@@ -402,10 +406,9 @@ def plain_floor(bpy, frames, passes=4, block=25):
     def essential(scene, depsgraph=None):
         bones = rig.pose.bones
         io = live_rig(rig, robot, bones)
-        pose = keyed_control(rig, bone, io.written, SESSION.generation).pose(scene.frame_current)
+        position, wxyz = bone_goal(keyed_control(rig, bone, io.written, SESSION.generation).pose(scene.frame_current))
         start = io.read(bones)
-        wxyz = single_quaternion((pose[0::4], pose[1::4], pose[2::4]))
-        io.write(rig, bones, prepared.solve([(pose[12], pose[13], pose[14])], [wxyz], start, posture).joints)
+        io.write(rig, bones, prepared.solve([position], [wxyz], start, posture).joints)
 
     pre, post = bpy.app.handlers.frame_change_pre, bpy.app.handlers.frame_change_post
     ours_pre = [h for h in pre if h.__module__.startswith("kinema_nodes")]

@@ -21,7 +21,7 @@ from .blender.path_moves import tool_goal
 from .blender.postures import frame_posture, whole_posture
 from .blender.rig import live_rig
 from .core.errors import KinemaError
-from .core.graph.program import FrameInputs, Program, StepResult, compile_program, pose_to_target, single_quaternion, summarise
+from .core.graph.program import FrameInputs, Program, StepResult, bone_goal, compile_program, pose_to_target, summarise
 from .core.graph.registry import GROUP_IDNAME, TREE_IDNAME, kind_of
 from .core.graph.spec import GraphSpec
 from .core.solve import TRACKING_NOTE
@@ -460,11 +460,11 @@ class FastFrame:
             if bone and node.control_object == rig:  # the default: a bone of the rig, read with the rig's matrices
                 if pre:
                     keyed = keyed_control(rig, bone, io.written, SESSION.generation)
-                    goal = None if keyed is None else keyed.goal(frame)
-                    if goal is None:
+                    known = None if keyed is None else keyed.goal(frame)  # made once a frame
+                    if known is None:
                         return False
-                    flat = goal[0]
-                    goals.append(goal)
+                    flat = known[0]
+                    goals.append(known[1:])
                     controls.append(io.index[bone])
                 else:
                     if not matrices:
@@ -500,19 +500,14 @@ class FastFrame:
                 if pre:
                     SESSION.pre.checks.append((rig, io, controls, poses, last[1]))
                 return None
-        positions, rotations = [], []
-        if pre:  # each a keyed control's, made once a frame (`KeyedControl.goal`)
-            positions, rotations = [g[1] for g in goals], [g[2] for g in goals]
-        for pose in () if pre else poses:  # the goals, made only for a frame that is solved
-            if type(pose) is list:  # a bone's pose, 16 floats column after column
-                wxyz = single_quaternion((pose[0::4], pose[1::4], pose[2::4]))
-                position = (pose[12], pose[13], pose[14])
-                if wxyz is None or not math.isfinite(position[0] + position[1] + position[2]):  # inf - inf is nan too
+        if not pre:  # the goals, made only for a frame that is solved
+            goals = []
+            for pose in poses:
+                goal = bone_goal(pose) if type(pose) is list else pose  # a bone's pose, or an object's goal
+                if goal is None:
                     return False
-            else:
-                position, wxyz, _ = pose
-            positions.append(position)
-            rotations.append(wxyz)
+                goals.append(goal)
+        positions, rotations = [g[0] for g in goals], [g[1] for g in goals]
         try:  # a link set `prepare` refuses (one no joint moves, two targets on one link) is said, as run_step says it
             prepared = self.prepared.get(links)
             if prepared is None:
@@ -625,13 +620,16 @@ def _show_readout(solver, step, result: StepResult, force: bool, frame, state: T
     note = f"Using NumPy: {solve.fallback_reason}" if solve is not None and solve.fallback_reason else ""
     shown = {"ms": float(result.ms), "summary": result.summary, "solving_to": ", ".join(result.solved_links),
              "backend_note": note, "frame": frame}
-    clearance = getattr(solve, "min_clearance_m", None)
-    if clearance is not None and np.isfinite(clearance):
-        shown["clearance"] = f"Clearance: {clearance * 1000:.1f} mm" + (" (in collision)" if clearance < 0 else "")
+    _show_clearance(shown, getattr(solve, "min_clearance_m", None))
     SESSION.tree(solver.id_data.as_pointer()).readouts[solver.name] = state.readouts[step.node] = shown
-    if solve is not None:  # a live PyRoki tracking step answered by the kernel is an ordinary frame
-        counted = "" if solve.fallback_reason == TRACKING_NOTE else note
-        _check_budget(solver, step, result.solved_links, solve.backend, result.ms, force, state, counted)
+    if solve is not None:
+        _check_budget(solver, step, result.solved_links, solve.backend, result.ms, force, state, solve.fallback_reason)
+
+
+def _show_clearance(shown: dict, clearance) -> None:
+    """The readout's clearance line, for a solve that measured one (Avoid Collisions)."""
+    if clearance is not None and math.isfinite(clearance):
+        shown["clearance"] = f"Clearance: {clearance * 1000:.1f} mm" + (" (in collision)" if clearance < 0 else "")
 
 
 #: Live updates pause only after this many ordinary frames in a row over budget: one slow frame
@@ -641,14 +639,15 @@ SLOW_FRAMES_TO_PAUSE = 3
 
 
 def _check_budget(solver, step, links: tuple, backend: str, ms: float, force: bool, state: TreeState,
-                  note: str = "") -> None:
+                  fallback: str | None = None) -> None:
     """Count a live solve against its budget, pausing live updates after SLOW_FRAMES_TO_PAUSE
     ordinary frames in a row over it. A one-off cost is never counted: the first solve to a set of
     links on a backend (a compile, a new Target Bone, a switched solver), a frame answered while a
     solver compiles in the background (PyRoki's build or the NumPy kernel's: they share the
-    interpreter with the frame), one answered by a fallback (`note`), and the first after this
-    Solver was switched to another solver or Target Bone (the compile may have been paid elsewhere,
-    but not this Solver's first call to it)."""
+    interpreter with the frame), one answered by a fallback (its `fallback` reason), and the first
+    after this Solver was switched to another solver or Target Bone (the compile may have been paid
+    elsewhere, but not this Solver's first call to it). A live PyRoki tracking step the kernel
+    answered (`TRACKING_NOTE`) is no fallback: an ordinary frame, counted like one."""
     compile_key = (step.robot.fingerprint, links, backend)
     one_off = compile_key not in SESSION.compiled_links
     if one_off:
@@ -661,7 +660,8 @@ def _check_budget(solver, step, links: tuple, backend: str, ms: float, force: bo
         return
     # under budget first: an ordinary frame then skips the background-compile poll (#33: it cost
     # as much as the kernel's solve, every frame)
-    if ms <= step.options.budget_ms or one_off or note or _compiling_in_background():
+    fell_back = bool(fallback) and fallback != TRACKING_NOTE
+    if ms <= step.options.budget_ms or one_off or fell_back or _compiling_in_background():
         state.slow_frames.pop(step.node, None)
         return
     slow = state.slow_frames[step.node] = state.slow_frames.get(step.node, 0) + 1
@@ -686,12 +686,8 @@ def _show_fast(solver, step, solved, links: tuple, force: bool, frame: int, stat
     note = f"Using NumPy: {solved.fallback_reason}" if solved.fallback_reason else ""
     shown = state.readouts[step.node] = {"ms": solved.ms, "summary": None, "solved": solved, "solving_to": ", ".join(links),
                                          "backend_note": note, "frame": frame}
-    clearance = solved.min_clearance_m  # Avoid Collisions on the robot itself
-    if clearance is not None and math.isfinite(clearance):
-        shown["clearance"] = f"Clearance: {clearance * 1000:.1f} mm" + (" (in collision)" if clearance < 0 else "")
-    # a live PyRoki tracking step answered by the kernel is an ordinary frame, counted like one
-    counted = "" if solved.fallback_reason == TRACKING_NOTE else note
-    _check_budget(solver, step, links, solved.backend, solved.ms, force, state, counted)  # a plain step is never in a group
+    _show_clearance(shown, solved.min_clearance_m)  # Avoid Collisions on the robot itself
+    _check_budget(solver, step, links, solved.backend, solved.ms, force, state, solved.fallback_reason)  # never in a group
 
 
 def hold_runs() -> bool:
@@ -758,8 +754,8 @@ def _pre_frame_holds(scene) -> bool:
     """Whether `run_pre` answered every live step of every tree for this frame and what it
     assumed holds after Blender's evaluation: nothing was edited since (the generation, no tree
     marked dirty, the same trees, each rig's bone count), each control's evaluated pose is the
-    one it solved for, and each rig holds what it wrote. Anything else: `run_all` runs every tree as ever (and solves
-    again where the inputs differ)."""
+    one it solved for, and each rig holds what it wrote. Anything else: `run_all` runs every tree
+    as ever (and solves again where the inputs differ)."""
     import bpy
 
     pre = SESSION.pre

@@ -22,11 +22,9 @@ Taken only where nothing else can move the control (anything else keeps the post
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..core.graph.program import single_quaternion
+from ..core.graph.program import bone_goal
 
 _F32 = np.float32
 _CACHE: dict = {}  # (rig pointer, bone name) -> (generation, KeyedControl or None)
@@ -68,15 +66,12 @@ class KeyedControl:
         if known is not None:
             return known
         flat = self.pose(frame)
-        if flat is None:
-            return None
-        wxyz = single_quaternion((flat[0::4], flat[1::4], flat[2::4]))
-        position = (flat[12], flat[13], flat[14])
-        if wxyz is None or not math.isfinite(position[0] + position[1] + position[2]):  # inf - inf is nan too
+        goal = None if flat is None else bone_goal(flat)
+        if goal is None:
             return None
         if len(self.goals) >= _POSES_KEPT:
             self.goals.clear()
-        known = self.goals[frame] = (flat, position, wxyz)
+        known = self.goals[frame] = (flat, *goal)
         return known
 
     def pose(self, frame: float) -> list | None:

@@ -6,8 +6,8 @@ solves inside the avoiding frame are tracking steps on the compiled kernel, as o
 frames, and are counted against the budget like any ordinary frame.
 
 Robot: example-robot-data's Panda, keyed 5 cm over and down, with a margin wider than a gap
-between its own links (so the avoiding descent runs, not only the plain solve). Tolerances: joints 1e-9 rad against the core solve; clearances
-1e-9 m.
+between its own links (so the avoiding descent runs, not only the plain solve). Tolerances:
+joints 1e-9 rad against the core solve; clearances 1e-9 m.
 """
 
 from __future__ import annotations
@@ -42,12 +42,11 @@ def test_avoid_self_on_the_fast_frame_gives_the_core_solve_answer_and_its_cleara
     on the same rig state (1e-9 rad), the same readout line and clearance, and the readout shows
     the clearance; the plain answer (no avoidance) comes within the margin on some frame, so the
     avoiding descent really runs there."""
-    from kinema_nodes import evaluator
-    from kinema_nodes.blender.rig import write_joint_values
     from dataclasses import replace
 
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender.rig import write_joint_values
     from kinema_nodes.core.collision import measure_pairs, prepare_pairs, summarise
-    from kinema_nodes.core.solve import solve
     from kinema_nodes.session import readout
 
     bpy = blender
@@ -67,34 +66,13 @@ def test_avoid_self_on_the_fast_frame_gives_the_core_solve_answer_and_its_cleara
         assert live.result.min_clearance_m == pytest.approx(core.result.min_clearance_m, abs=1e-9)
         shown = readout(solver)
         assert shown["clearance"] == f"Clearance: {core.result.min_clearance_m * 1000:.1f} mm", shown
-        plain = solve(robot, _goals(inputs, step), inputs.starts[step.rig],
-                      replace(_options(step, robot, inputs), avoid=None))
+        plain = program.run_step(replace(step, options=replace(step.options, avoid=None)), inputs)  # no avoidance
         model, kin = prepare_pairs(robot, step.options.avoid)
         pairs, _ = measure_pairs(robot, model, kin, step.options.avoid, plain.joints)
         within_margin += summarise(pairs, step.options.avoid).min_m < MARGIN_MM / 1000.0
         write_joint_values(rig, robot, live.joints)
         bpy.context.view_layer.update()
     assert within_margin >= 1, "the plain answer always keeps the margin: the avoiding part is not exercised"
-
-
-def _goals(inputs, step):
-    from kinema_nodes.core.graph.program import pose_to_target
-    from kinema_nodes.core.solve import IKTarget
-
-    goals = []
-    for target in step.targets:
-        position, wxyz = pose_to_target(inputs.controls[target.node])
-        goals.append(IKTarget(target.link, tuple(position), tuple(wxyz), target.position_weight, target.rotation_weight))
-    return goals
-
-
-def _options(step, robot, inputs):
-    from dataclasses import replace
-
-    held = frozenset(step.options.held_joints) | robot.held_joints(step.hold_prismatic)
-    posture = inputs.values[step.node]["posture"]
-    return replace(step.options, backend=step.backend, held_joints=held,
-                   posture=None if posture is None else tuple(float(v) for v in posture))
 
 
 def test_a_grasped_object_sends_avoid_self_back_to_the_frame_inputs(blender, monkeypatch):
@@ -112,9 +90,9 @@ def test_a_grasped_object_sends_avoid_self_back_to_the_frame_inputs(blender, mon
     cube = bpy.data.objects.new("Cube", mesh)
     bpy.context.scene.collection.objects.link(cube)
     bpy.context.scene.frame_set(5)
-    from kinema_nodes.blender.grasping import link_world
-
     from mathutils import Matrix
+
+    from kinema_nodes.blender.grasping import link_world
 
     cube.matrix_world = Matrix(link_world(rig, robot.tool_point).tolist())
     bpy.context.view_layer.objects.active = rig

@@ -95,6 +95,17 @@ def pose_to_target(pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pose[:3, 3].copy(), matrix_to_quaternion(rotation)
 
 
+def bone_goal(flat: list) -> tuple | None:
+    """(position, wxyz) of a bone's pose given as 16 floats column after column (what the live
+    frame reads or predicts), or None for one with no usable rotation or position (a zero column,
+    a non-finite entry)."""
+    wxyz = single_quaternion((flat[0::4], flat[1::4], flat[2::4]))
+    position = (flat[12], flat[13], flat[14])
+    if wxyz is None or not math.isfinite(position[0] + position[1] + position[2]):  # inf - inf is nan too
+        return None
+    return position, wxyz
+
+
 def single_quaternion(m: list) -> tuple[float, ...] | None:
     """`matrix_to_quaternion` of one 3x3 (columns scaled to unit length first) in plain floats:
     every live frame and bake frame converts its controls, and NumPy's batched form costs tens of
