@@ -24,6 +24,7 @@ from bpy.app.handlers import persistent
 
 from ..core.errors import KinemaError
 from ..core.grasp import GraspEvent, grasp_offset, object_pose
+from .carried import grasp_events, roster, tracks_changed
 
 
 #: Gripper values a rig carries (a dual arm uses two; a hand per slot beyond that is left alone).
@@ -66,6 +67,8 @@ def gripper_node_drives(rig) -> bool:
 
 
 def _gripper_changed(self, context):
+    if not self.kinema_gripper_used:
+        tracks_changed()
     self.kinema_gripper_used = True
     apply_gripper(self)
 
@@ -98,8 +101,6 @@ def link_world(rig, link: str) -> np.ndarray:
 
 
 def _events(obj) -> list[GraspEvent]:
-    from .carried import grasp_events
-
     return grasp_events(obj)
 
 
@@ -116,6 +117,7 @@ def carried_pose(obj, frame: float) -> np.ndarray:
 
 
 def _put(obj, frame: int, kind: str, rig=None, link: str = "", matrix=None, source: str = "") -> None:
+    tracks_changed()
     for i in reversed(range(len(obj.kinema_grasps))):
         if obj.kinema_grasps[i].frame == frame:
             obj.kinema_grasps.remove(i)
@@ -161,6 +163,7 @@ def clear_grasps(obj) -> str:
 
     obj.matrix_world = Matrix(_matrix(obj.kinema_grasp_rest).tolist())
     obj.kinema_grasps.clear()
+    tracks_changed()
     return f"grasps of {obj.name} cleared"
 
 
@@ -180,6 +183,7 @@ def key_grasp_node(context, node) -> str:
     for i in reversed(range(len(obj.kinema_grasps))):
         if obj.kinema_grasps[i].source == source:
             obj.kinema_grasps.remove(i)
+    tracks_changed()
     if had and not len(obj.kinema_grasps):  # back where it was before any grasp, so the grasp starts from there
         from mathutils import Matrix
 
@@ -218,14 +222,15 @@ def place_carried(scene, grippers: bool = True) -> None:
     """Every rig's gripper value (with `grippers`), then every grasped object's pose, for the
     scene's frame. An object already there is not written: a write is a depsgraph update, and
     this also runs on those (a carried object follows a live drag) without feeding itself."""
-    held = []
-    for obj in scene.objects:  # one pass: this runs on every frame of every scene
-        if len(obj.kinema_grasps):
-            held.append(obj)
-        if grippers and obj.type == "ARMATURE" and obj.kinema_gripper_used and not gripper_node_drives(obj):
-            apply_gripper(obj)
+    held, used = roster(scene)  # this runs on every frame and depsgraph update of every scene
+    if grippers:
+        for rig in used:
+            if not gripper_node_drives(rig):
+                apply_gripper(rig)
     frame = scene.frame_current
     for obj in held:  # after every gripper: a grasp may hold at a finger
+        if not len(obj.kinema_grasps):  # cleared outside the grasp buttons
+            continue
         try:
             pose = carried_pose(obj, frame)
         except KinemaError:
@@ -249,7 +254,14 @@ def on_depsgraph_update(scene, depsgraph=None):
     place_carried(scene, grippers=False)
 
 
-HANDLERS = ((bpy.app.handlers.frame_change_post, on_frame_change), (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update))
+@persistent
+def on_undo_or_load(*_args):
+    tracks_changed()
+
+
+HANDLERS = ((bpy.app.handlers.frame_change_post, on_frame_change), (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
+            (bpy.app.handlers.undo_post, on_undo_or_load), (bpy.app.handlers.redo_post, on_undo_or_load),
+            (bpy.app.handlers.load_post, on_undo_or_load))
 
 
 CLASSES = (KinemaGraspEvent,)

@@ -207,3 +207,49 @@ def test_clear_grasps_puts_the_object_back(blender):
     assert np.abs(_world(box) - rest).max() <= 1e-6  # no longer carried
     with pytest.raises(RuntimeError, match="nothing holds 'Box'"):  # reported in Blender's report area
         bpy.ops.kinema.key_release(object_name="Box")
+
+
+def test_what_is_carried_follows_copies_second_scenes_and_undo(blender):
+    """The frame handlers read which objects have a grasp track only when something could
+    have changed it (`carried.roster`): a Shift+D copy of a held box is carried with it, the
+    box linked into a second scene is carried there, and a box whose track an undo took away
+    (the undo made by hand, as the bpy module has no window) stays put. 1e-6 as above."""
+    from kinema_nodes.blender import grasping
+    from kinema_nodes.blender.grasping import link_world
+
+    bpy = blender
+    rig, robot, box, rest = _shot(bpy, "z1")
+    scene = bpy.context.scene
+    assert bpy.ops.kinema.key_grasp(object_name="Box") == {"FINISHED"}
+    scene.frame_set(12)
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj is box)
+    bpy.context.view_layer.objects.active = box
+    assert bpy.ops.object.duplicate() == {"FINISHED"}
+    copy = bpy.context.view_layer.objects.active
+    assert copy is not box and len(copy.kinema_grasps) == 1
+    scene.frame_set(20)
+    tool = link_world(rig, robot.tool_point)
+    for obj in (box, copy):
+        assert np.abs(np.linalg.inv(tool) @ _world(obj) - _offset()).max() <= 1e-6, obj.name
+
+    other = bpy.data.scenes.new("Second")
+    for obj in (rig, box):
+        other.collection.objects.link(obj)
+    other.frame_set(25)
+    tool = link_world(rig, robot.tool_point)
+    assert np.abs(np.linalg.inv(tool) @ _world(box) - _offset()).max() <= 1e-6
+
+    scene.frame_set(GRASP)
+    bpy.context.view_layer.objects.active = rig
+    assert bpy.ops.kinema.clear_grasps(object_name=copy.name) == {"FINISHED"}
+    scene.frame_set(20)
+    put = _world(copy)
+    assert np.abs(np.linalg.inv(link_world(rig, robot.tool_point)) @ put - _offset()).max() > 0.005  # no longer carried
+    event = copy.kinema_grasps.add()  # what an undo of Clear Grasps brings back
+    event.frame, event.kind, event.link, event.holder = GRASP, "GRASP", box.kinema_grasps[0].link, rig
+    event.matrix = box.kinema_grasps[0].matrix
+    grasping.on_undo_or_load()
+    scene.frame_set(21)
+    for obj in (box, copy):
+        assert np.abs(np.linalg.inv(link_world(rig, robot.tool_point)) @ _world(obj) - _offset()).max() <= 1e-6, obj.name
