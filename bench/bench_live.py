@@ -379,7 +379,10 @@ def plain_floor(bpy, frames, passes=4, block=25):
     without the add-on's post handlers: "write" writes the answer Kinema gave for that frame
     through the same LiveRig (no control, no solve), "essential" predicts the keyed control's pose
     from its F-curves, reads the rig, runs the same prepared kernel solve and writes (no tree,
-    nodes, fingerprint, readout or post check). Returns {mode: CPU ms per frame_set}."""
+    nodes, fingerprint, readout or post check). "... (driver muted)": the same with the rig's
+    mimic-joint driver muted (the Panda's second finger follows the first through a driver, the
+    one driver the plain scene has): what a driver-free rig would save (#33 item 3). Returns
+    {mode: CPU ms per frame_set}."""
     from kinema_nodes import evaluator
     from kinema_nodes.blender.keyed_controls import keyed_control
     from kinema_nodes.blender.rig import live_rig, read_joint_values
@@ -413,10 +416,15 @@ def plain_floor(bpy, frames, passes=4, block=25):
     pre, post = bpy.app.handlers.frame_change_pre, bpy.app.handlers.frame_change_post
     ours_pre = [h for h in pre if h.__module__.startswith("kinema_nodes")]
     ours_post = [h for h in post if h.__module__.startswith("kinema_nodes")]
-    times = {"kinema": [], "blender": [], "none": [], "none, no add-on handlers": [], "write": [], "essential": []}
+    times = {"kinema": [], "blender": [], "none": [], "none, no add-on handlers": [], "write": [], "essential": [],
+             "kinema (driver muted)": [], "blender (driver muted)": []}
     bare = {"write": write, "essential": essential}
+    drivers = list(rig.animation_data.drivers)
 
     def use(mode):
+        for driver in drivers:
+            driver.mute = mode.endswith("(driver muted)")
+        mode = mode.removesuffix(" (driver muted)")
         for handler in (*ours_pre, *bare.values()):
             while handler in pre:
                 pre.remove(handler)
@@ -505,7 +513,8 @@ def plain_main(args) -> int:
     lines += ["", "What any Python handler pays here (NumPy, keyed location+rotation, loop 5 cm in; 4 passes in blocks "
               "of 25, the modes back to back; `plain_floor`): \"write\" is a bare frame_change_pre handler writing "
               "the answer Kinema gave for the frame, \"essential\" one that predicts the control's pose, reads the "
-              "rig, runs the same prepared kernel solve and writes; both run without the add-on's post handlers:", "",
+              "rig, runs the same prepared kernel solve and writes; both run without the add-on's post handlers; "
+              "\"(driver muted)\": the rig's one driver (the mimic finger) muted:", "",
               "| mode | CPU ms per frame_set (p95) | / Blender IK |", "|---|---|---|"]
     for mode, cpu in floor.items():
         row = f"| {mode} | {med(cpu):.3f} ({percentile(cpu, 95):.3f}) | {med(cpu) / blender:.2f}× |"
