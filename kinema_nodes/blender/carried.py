@@ -40,7 +40,12 @@ def roster(scene) -> tuple:
     key = scene.as_pointer()
     got = _ROSTERS.get(key)
     if got is not None and got[0] == seen:
-        return got[1], got[2]
+        try:
+            for obj in got[1] + got[2]:  # one removed and another added in between: the count is the same
+                obj.name
+            return got[1], got[2]
+        except ReferenceError:
+            pass
     held, grippers = [], []
     for obj in scene.objects:
         if len(obj.kinema_grasps):

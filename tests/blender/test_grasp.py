@@ -212,8 +212,10 @@ def test_clear_grasps_puts_the_object_back(blender):
 def test_what_is_carried_follows_copies_second_scenes_and_undo(blender):
     """The frame handlers read which objects have a grasp track only when something could
     have changed it (`carried.roster`): a Shift+D copy of a held box is carried with it, the
-    box linked into a second scene is carried there, and a box whose track an undo took away
-    (the undo made by hand, as the bpy module has no window) stays put. 1e-6 as above."""
+    box linked into a second scene is carried there, the copy stays put once Clear Grasps took
+    its track and is carried again when an undo brings the track back (the undo made by hand, as
+    the bpy module has no window), and a held object removed and another added before the next
+    frame (the same count) does not break the handler. 1e-6 as above."""
     from kinema_nodes.blender import grasping
     from kinema_nodes.blender.grasping import link_world
 
@@ -253,3 +255,9 @@ def test_what_is_carried_follows_copies_second_scenes_and_undo(blender):
     scene.frame_set(21)
     for obj in (box, copy):
         assert np.abs(np.linalg.inv(link_world(rig, robot.tool_point)) @ _world(obj) - _offset()).max() <= 1e-6, obj.name
+
+    bpy.data.objects.remove(copy)  # and another added before any frame: the object count is the same
+    bpy.context.scene.collection.objects.link(bpy.data.objects.new("Empty", None))
+    grasping.place_carried(scene)
+    scene.frame_set(22)
+    assert np.abs(np.linalg.inv(link_world(rig, robot.tool_point)) @ _world(box) - _offset()).max() <= 1e-6
