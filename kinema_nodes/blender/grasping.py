@@ -23,7 +23,7 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from ..core.errors import KinemaError
-from ..core.grasp import GraspEvent, grasp_offset, object_pose
+from ..core.grasp import grasp_offset, object_pose
 from .carried import grasp_events, roster, tracks_changed
 
 
@@ -100,10 +100,6 @@ def link_world(rig, link: str) -> np.ndarray:
     return _world(rig) @ link_pose(robot, read_joint_values(rig, robot), robot.check_link(link))
 
 
-def _events(obj) -> list[GraspEvent]:
-    return grasp_events(obj)
-
-
 def carried_pose(obj, frame: float) -> np.ndarray:
     """The object's world pose at `frame` from its grasp track (the rig posed for that frame)."""
 
@@ -113,7 +109,7 @@ def carried_pose(obj, frame: float) -> np.ndarray:
             raise KinemaError(f"the robot '{holder}' that grasps '{obj.name}' is gone")
         return link_world(rig, link)
 
-    return object_pose(_events(obj), frame, _matrix(obj.kinema_grasp_rest), holder_link)
+    return object_pose(grasp_events(obj), frame, _matrix(obj.kinema_grasp_rest), holder_link)
 
 
 def _put(obj, frame: int, kind: str, rig=None, link: str = "", matrix=None, source: str = "") -> None:
@@ -145,7 +141,7 @@ def key_grasp(context, obj, rig, link: str | None = None, source: str = "") -> s
 def key_release(context, obj, source: str = "") -> str:
     """The object lets go at the current frame, staying where its link carries it now."""
     frame = context.scene.frame_current
-    events = _events(obj) if obj is not None else []
+    events = grasp_events(obj) if obj is not None else []
     from ..core.grasp import event_at
 
     holding = event_at(events, frame)
