@@ -261,3 +261,33 @@ def test_what_is_carried_follows_copies_second_scenes_and_undo(blender):
     grasping.place_carried(scene)
     scene.frame_set(22)
     assert np.abs(np.linalg.inv(link_world(rig, robot.tool_point)) @ _world(box) - _offset()).max() <= 1e-6
+
+
+def test_a_held_box_appended_into_a_file_that_holds_nothing_is_carried(blender, tmp_path):
+    """A file none of whose objects has a grasp track answers `carried.roster` from its object
+    count alone; appending a rig and the box it holds (File ▸ Append) into such a file changes
+    the count, so the box is carried there from the next frame. 1e-6 as above."""
+    from kinema_nodes.blender.grasping import link_world
+
+    bpy = blender
+    rig, robot, box, rest = _shot(bpy, "z1")
+    assert bpy.ops.kinema.key_grasp(object_name="Box") == {"FINISHED"}
+    saved = tmp_path / "held.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(saved))
+    names = (rig.name, box.name)
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.mesh.primitive_cube_add(size=0.5)  # a file with objects, none of them held
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, END
+    scene.frame_set(3)
+    with bpy.data.libraries.load(str(saved), link=False) as (source, target):
+        target.objects = list(names)
+    for obj in target.objects:
+        scene.collection.objects.link(obj)
+    rig, box = (bpy.data.objects[name] for name in names)
+    assert box.kinema_grasps[0].holder == rig
+    for frame in (20, 12, 25):
+        scene.frame_set(frame)
+        tool = link_world(rig, robot.tool_point)
+        assert np.abs(np.linalg.inv(tool) @ _world(box) - _offset()).max() <= 1e-6, frame
