@@ -63,7 +63,10 @@ def _with_notes(line: str, notes: list):
     from ..core.model.mjcf import ATTENTION
 
     asking = [note for note in notes if note.startswith(ATTENTION)]
-    return ({"WARNING"}, f"{line}; {asking[0]}") if asking else line
+    if not asking:
+        return line
+    more = f" ({len(asking) - 1} more: `kinema-nodes info FILE` lists every note)" if len(asking) > 1 else ""
+    return {"WARNING"}, f"{line}; {asking[0]}{more}"
 
 
 #: Every (robot list, items list) handed to Blender for the robot names, kept: Blender holds

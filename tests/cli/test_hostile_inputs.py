@@ -134,8 +134,9 @@ URDF_CASES = {
     "robot_without_name": (text_case(urdf().replace('robot name="hostile"', "robot")), "<robot> has no name"),
     "link_without_name": (text_case(urdf().replace('<link name="b"/>', '<link name="b"/><link/>')), "has no name"),
     "mesh_scale_a_word": (text_case(urdf(link_a=visual("m.stl", scale="big"))), "is not a list of numbers"),
-    "mimic_of_nothing": (text_case(urdf(body='<link name="c"/><joint name="m" type="revolute"><parent link="b"/><child link="c"/>'
-                                         f'<axis xyz="0 0 1"/>{LIMIT}<mimic joint="ghost"/></joint>')), "mimics joint 'ghost', which is not defined"),
+    "mimic_of_a_fixed_joint": (text_case(urdf(body='<link name="c"/><joint name="f" type="fixed"><parent link="b"/><child link="c"/></joint>'
+                                               '<link name="d"/><joint name="m" type="revolute"><parent link="c"/><child link="d"/>'
+                                               f'<axis xyz="0 0 1"/>{LIMIT}<mimic joint="f"/></joint>')), "mimics 'f', which is not an actuated joint"),
     # huge numbers
     "origin_1e308": (text_case(urdf().replace('<axis xyz="0 0 1"/>', '<origin xyz="1e308 0 0"/><axis xyz="0 0 1"/>')), "has a value beyond"),
     "origin_overflows_to_inf": (text_case(urdf().replace('<axis xyz="0 0 1"/>', '<origin xyz="1e400 0 0"/><axis xyz="0 0 1"/>')), "contains NaN or inf"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..errors import RobotFileError
 from .example_robots import bundled_robots, example_robot
 from .file_checks import MAX_LINKS, MAX_NUMBER_TEXT, MAX_URDF_BYTES, finite_numbers, read_robot_file
 from .mesh_paths import mesh_refs
+from .mjcf import ATTENTION
 from .packages import PackageSearchPath
 from .robot_libraries import library_file_options
 from .robot import KNOWN_TYPES, MOVABLE_TYPES, Joint, Mimic, RobotModel
@@ -333,16 +335,21 @@ def robot_from_urdf_text(
     links = [link.name for link in yurdf.robot.links]
     root_link, ordered = _tree_order(path, links, joints)
     notes = list(notes)
+    names = {j.name for j in ordered}
+    for i, joint in enumerate(ordered):
+        if joint.mimic is not None and joint.mimic.joint not in names:
+            # example-robot-data's alex_psyonic_hands: each finger's second joint mimics
+            # 'index_q1', a joint the file names 'Left_index_q1' and 'Right_index_q1'. Nothing
+            # says which it follows, so it moves on its own, and the import says so.
+            notes.append(f"{ATTENTION}joint '{joint.name}' mimics joint '{joint.mimic.joint}', which is not defined: "
+                         "it moves on its own")
+            ordered[i] = replace(joint, mimic=None)
     by_name = {j.name: j for j in ordered}
     for joint in ordered:
         if joint.type in ("floating", "planar"):
             notes.append(f"{joint.type} joint '{joint.name}' is held rigid at its origin")
-        if joint.mimic is not None:
-            source = by_name.get(joint.mimic.joint)
-            if source is None:
-                raise RobotFileError(path, f"joint '{joint.name}' mimics joint '{joint.mimic.joint}', which is not defined")
-            if not source.is_actuated:
-                raise RobotFileError(path, f"joint '{joint.name}' mimics '{source.name}', which is not an actuated joint")
+        if joint.mimic is not None and not by_name[joint.mimic.joint].is_actuated:
+            raise RobotFileError(path, f"joint '{joint.name}' mimics '{joint.mimic.joint}', which is not an actuated joint")
     search = search or PackageSearchPath(robot_file=path)
     meshes = mesh_refs(path, yurdf, search) if check_meshes else []
     # Keep links in tree order too, so rigs build parents before children.

@@ -252,7 +252,8 @@ def _pyroki_robot(robot):
     """PyRoki's Robot for our RobotModel. A shallow copy of the yourdfpy object gets the base
     link yourdfpy leaves unset when loaded without a scene graph (PyRoki's sort needs it), and
     copies of the movable joints that have no speed limit (an MJCF's, a continuous joint without
-    ``<limit>``) get `_NO_SPEED_LIMIT`, since PyRoki's parser refuses them."""
+    ``<limit>``) get `_NO_SPEED_LIMIT`, since PyRoki's parser refuses them; a joint whose mimic
+    names a joint the file does not define gets no mimic (ours moves on its own: `loading`)."""
     import pyroki
     import yourdfpy
 
@@ -269,9 +270,16 @@ def _pyroki_robot(robot):
         if joint.type == "revolute" and (joint.limit is None or joint.limit.lower is None or joint.limit.upper is None):
             # a revolute joint without limits (a wheel) turns freely, as our model reads it: PyRoki refuses it as revolute
             given.setdefault(name, copy.copy(joint)).type = "continuous"
+    ours = {joint.name: joint for joint in robot.joints}
+    freed = [name for name, joint in urdf.joint_map.items()
+             if joint.mimic is not None and name in ours and ours[name].mimic is None]
+    for name in freed:  # a mimic of a joint the file does not define: ours moves on its own (`loading`)
+        given.setdefault(name, copy.copy(urdf.joint_map[name])).mimic = None
     if given:
         urdf._joint_map = {name: given.get(name, joint) for name, joint in urdf.joint_map.items()}
         urdf._actuated_joints = [given.get(joint.name, joint) for joint in urdf._actuated_joints]
+    if freed:
+        urdf._actuated_joints = [joint for joint in urdf._joint_map.values() if joint.mimic is None and joint.type != "fixed"]
     try:
         return pyroki.Robot.from_urdf(urdf)
     except ValueError as exc:
