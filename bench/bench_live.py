@@ -476,7 +476,10 @@ WHERE = (
 def plain_where(bpy, frames, passes=3):
     """Where a live frame of the plain scene goes (NumPy, keyed location+rotation, loop 5 cm in):
     each part of `WHERE` wrapped for the run in a timer of the thread's CPU time (no profiler:
-    each wrapper adds ~0.3 us to its part), `passes` scrubs of `frames` frames. Returns
+    each wrapper adds ~0.3 us to its part), `passes` scrubs of `frames` frames. The kernel's
+    frame calls of the first scrub are then replayed out of the frame (Blender's evaluation not
+    in between: warm caches), as solved and with no posture (posture=None: another answer; what
+    the posture slide, which makes a frame's answer depend on its inputs alone, costs). Returns
     ({label: median CPU us per frame}, median CPU us per frame_set)."""
     import importlib
 
@@ -485,8 +488,12 @@ def plain_where(bpy, frames, passes=3):
     clock = time.thread_time_ns
     per_frame = {label: [] for label in spent}
 
+    calls = []
+
     def timed(label, function):
         def wrapper(*args, **kwargs):
+            if function is solve and len(calls) < frames:
+                calls.append(args)
             c0 = clock()
             try:
                 return function(*args, **kwargs)
@@ -494,6 +501,9 @@ def plain_where(bpy, frames, passes=3):
                 spent[label] += clock() - c0
         return wrapper
 
+    from kinema_nodes.core.solve._entry import PreparedSolve
+
+    solve = PreparedSolve.solve
     for label, where, name in WHERE:
         module, _, cls = where.partition(":")
         owner = importlib.import_module(module)
@@ -514,7 +524,17 @@ def plain_where(bpy, frames, passes=3):
     finally:
         for owner, name, original in saved:
             setattr(owner, name, original)
-    return {label: statistics.median(v) for label, v in per_frame.items()}, statistics.median(totals)
+    medians = {label: statistics.median(v) for label, v in per_frame.items()}
+    for label, keep in (("PreparedSolve.solve replayed out of the frame, as solved", True),
+                        ("PreparedSolve.solve replayed out of the frame, no posture slide", False)):
+        spent_here = []
+        for _ in range(5):
+            for prepared, positions, wxyz, start, posture in calls:
+                c0 = clock()
+                solve(prepared, positions, wxyz, start, posture if keep else None)
+                spent_here.append((clock() - c0) / 1000.0)
+        medians[label] = statistics.median(spent_here)
+    return medians, statistics.median(totals)
 
 
 def plain_main(args) -> int:
