@@ -299,31 +299,54 @@ def plain_scene(bpy, backend, rotate, inward, frames, avoid_self=False):
     return scene, tree, solver, constraint
 
 
+def forget_answers() -> None:
+    """Empty every live rig's remembered frame answers (`core/solve/_frame.py`): the frames that
+    follow are solved as on a first playback."""
+    from kinema_nodes.session import SESSION
+
+    for prepared in SESSION.prepared.values():
+        answers = getattr(getattr(prepared, "frame", None), "answers", None)
+        if answers is not None:
+            answers.clear()
+
+
 def plain_case(bpy, backend, rotate, inward, frames, block=25, avoid_self=False):
-    """One #33 plain-scene case in a fresh file: per-frame CPU ms of Kinema / Blender IK / no IK in
-    interleaved blocks, with the restart batches and readout summaries over Kinema's frames."""
+    """One #33 plain-scene case in a fresh file: per-frame CPU ms of Kinema on a first pass (the
+    frames' answers forgotten before the block) / Kinema playing frames it has met (a looped
+    playback: answers remembered) / Blender IK / no IK in interleaved blocks, with the restart
+    batches and readout summaries over Kinema's first-pass frames."""
     from kinema_nodes.core.solve import restart_count
     from kinema_nodes.session import readout_of
 
     scene, tree, solver, constraint = plain_scene(bpy, backend, rotate, inward, frames, avoid_self)
-    times = {"kinema": [], "blender": [], "none": []}
+    times = {"first": [], "kinema": [], "blender": [], "none": []}
     summaries, restarts = [], 0
     for first in range(1, frames + 1, block):
         for mode, cpu in times.items():
-            solver.live = mode == "kinema"
+            solver.live = mode in ("first", "kinema")
             constraint.mute = mode != "blender"
             scene.frame_set(max(first - 1, 1))  # the switch settles here, untimed
+            if mode == "first":
+                forget_answers()
             before = restart_count()
             for frame in range(first, min(first + block, frames + 1)):
                 c0 = time.thread_time()
                 scene.frame_set(frame)
                 cpu.append((time.thread_time() - c0) * 1000.0)
-                if mode == "kinema":
+                if mode == "first":
                     summaries.append(readout_of(tree, solver.name)["summary"].split(" (")[0])
-            if mode == "kinema":
+            if mode == "first":
                 restarts += restart_count() - before
     solver.live = True
     return times, restarts, summaries
+
+
+def plain_row(name, times, restarts, summaries) -> str:
+    med = statistics.median
+    f, k, b, n = times["first"], times["kinema"], times["blender"], times["none"]
+    return (f"| {name} | {med(k):.3f} ({percentile(k, 95):.3f}) | {med(f):.3f} ({percentile(f, 95):.3f}) | "
+            f"{med(b):.3f} ({percentile(b, 95):.3f}) | {med(n):.3f} | {med(k) / med(b):.2f}× | {med(f) / med(b):.2f}× | "
+            f"{restarts} | {sum(s.startswith('converged') for s in summaries)}/{len(summaries)} |")
 
 
 def plain_routes(bpy, backend, frames, passes=5, block=25, first_pass=False) -> str:
@@ -476,7 +499,8 @@ WHERE = (
 def plain_where(bpy, frames, passes=3):
     """Where a live frame of the plain scene goes (NumPy, keyed location+rotation, loop 5 cm in):
     each part of `WHERE` wrapped for the run in a timer of the thread's CPU time (no profiler:
-    each wrapper adds ~0.3 us to its part), `passes` scrubs of `frames` frames. The kernel's
+    each wrapper adds ~0.3 us to its part), `passes` scrubs of `frames` frames, each a first pass
+    (no answer remembered, `forget_answers`). The kernel's
     frame calls of the first scrub are then replayed out of the frame (Blender's evaluation not
     in between: warm caches), as solved and with no posture (posture=None: another answer; what
     the posture slide, which makes a frame's answer depend on its inputs alone, costs). Returns
@@ -513,6 +537,7 @@ def plain_where(bpy, frames, passes=3):
     totals = []
     try:
         for _ in range(passes):
+            forget_answers()  # each scrub a first pass: every frame runs the kernel
             for frame in range(1, frames + 1):
                 for label in spent:
                     spent[label] = 0
@@ -530,6 +555,7 @@ def plain_where(bpy, frames, passes=3):
         spent_here = []
         for _ in range(5):
             for prepared, positions, wxyz, start, posture in calls:
+                forget_answers()
                 c0 = clock()
                 solve(prepared, positions, wxyz, start, posture if keep else None)
                 spent_here.append((clock() - c0) / 1000.0)
@@ -556,29 +582,27 @@ def plain_main(args) -> int:
         f"Command: `python bench/bench_live.py --plain --frames {args.frames}`; Blender {bpy.app.version_string}, "
         f"Python {platform.python_version()}; thread CPU ms per frame_set, interleaved blocks of 25 frames "
         "(Kinema / Blender's IK constraint on panda_link7, chain 7 / no IK). Restart batches = batches of random "
-        "seeds drawn on Kinema's frames (`restart_count`); 0 means every frame stayed on the compiled fast path.",
+        "seeds drawn on Kinema's frames (`restart_count`); 0 means every frame stayed on the compiled fast path. "
+        "Two Kinema columns, in the same interleaving: \"first pass\" forgets the frames' remembered answers before "
+        "each of its blocks (`forget_answers`), so every frame runs the kernel, as on a first playback or a drag; "
+        "\"frames met before\" plays frames solved already (a looped playback), whose exact inputs the live "
+        "rig's frame call finds remembered (core/solve/_frame.py).",
         "",
-        "| case | Kinema ms (p95) | Blender IK ms (p95) | no IK ms | Kinema / Blender IK | restart batches | frames converged |",
-        "|---|---|---|---|---|---|---|",
+        "| case | Kinema ms (p95), frames met before | Kinema ms (p95), first pass | Blender IK ms (p95) | no IK ms | "
+        "Kinema / Blender IK | first pass / Blender IK | restart batches (first pass) | frames converged (first pass) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for backend in ("NUMPY", "PYROKI"):
         for rotate in (False, True):
             for inward in (0.0, 0.05):
-                times, restarts, summaries = plain_case(bpy, backend, rotate, inward, args.frames)
-                k, b, n = times["kinema"], times["blender"], times["none"]
                 name = (f"{backend}, keyed {'location+rotation' if rotate else 'location'}, "
                         f"{'loop 5 cm in' if inward else 'loop at import pose'}")
-                row = (f"| {name} | {med(k):.3f} ({percentile(k, 95):.3f}) | {med(b):.3f} ({percentile(b, 95):.3f}) | "
-                       f"{med(n):.3f} | {med(k) / med(b):.2f}× | {restarts} | "
-                       f"{sum(s.startswith('converged') for s in summaries)}/{len(summaries)} |")
+                row = plain_row(name, *plain_case(bpy, backend, rotate, inward, args.frames))
                 print(row, flush=True)
                 lines.append(row)
     for backend in ("NUMPY", "PYROKI"):  # Avoid Collisions on (Self): the avoiding solve on the fast frame
-        times, restarts, summaries = plain_case(bpy, backend, False, 0.05, args.frames, avoid_self=True)
-        k, b, n = times["kinema"], times["blender"], times["none"]
-        row = (f"| {backend}, keyed location, loop 5 cm in, Avoid Collisions (Self) on | {med(k):.3f} ({percentile(k, 95):.3f}) | "
-               f"{med(b):.3f} ({percentile(b, 95):.3f}) | {med(n):.3f} | {med(k) / med(b):.2f}× | {restarts} | "
-               f"{sum(s.startswith('converged') for s in summaries)}/{len(summaries)} |")
+        row = plain_row(f"{backend}, keyed location, loop 5 cm in, Avoid Collisions (Self) on",
+                        *plain_case(bpy, backend, False, 0.05, args.frames, avoid_self=True))
         print(row, flush=True)
         lines.append(row)
     lines += ["", "Solving before Blender evaluates the frame (`frame_change_pre`, the keyed control's pose from its "
@@ -597,6 +621,7 @@ def plain_main(args) -> int:
               "of 25, the modes back to back; `plain_floor`): \"write\" is a bare frame_change_pre handler writing "
               "the answer Kinema gave for the frame, \"essential\" one that predicts the control's pose, reads the "
               "rig, runs the same prepared kernel solve and writes; both run without the add-on's post handlers; "
+              "\"kinema\" and \"essential\" play frames met before (their answers remembered); "
               "\"(driver muted)\": the rig's one driver (the mimic finger) muted:", "",
               "| mode | CPU ms per frame_set (p95) | / Blender IK |", "|---|---|---|"]
     for mode, cpu in floor.items():

@@ -523,7 +523,7 @@ class PreparedSolve:
         if self.fast or self.track:
             from ._posture import redundancy
 
-            self.frame = FrameSolve(self.problem, self.weights, options, redundancy(self.problem, self.weights) > 0)
+            self.frame = FrameSolve(self.problem, self.weights, options, redundancy(self.problem, self.weights) > 0, remember=live)
 
     def _poll_pyroki(self) -> bool:
         """Live only: True while the NumPy kernel stands in for a PyRoki program that is still

@@ -1,0 +1,154 @@
+"""A live rig's frame call remembers its answers by their exact inputs (core/solve/_frame.py, #33).
+
+- A second loop over the same frames (a looped playback) answers every frame without running
+  the kernel, with the first loop's answers to the bit, and those equal `solve`'s general path to
+  the bit: on a redundant arm with a posture (robosuite's iiwa) and on a 6-axis arm whose answer
+  is polished (UR3).
+- One ulp of difference in the start, or another posture, is another frame: the kernel runs, and
+  answers as a prepared solve that remembers nothing.
+- The memory is bounded: never more than `REMEMBERED` answers, each under 1 kB.
+- A prepared solve that is not live (a bake, the CLI) remembers nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from kinema_nodes.core.model.kinematics import link_pose
+from kinema_nodes.core.model.rotations import matrix_to_quaternion
+from kinema_nodes.core.solve import SolveOptions, kernel_status, prepare
+from kinema_nodes.core.solve import _entry, _frame, _kernel
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_kernel():
+    status = kernel_status(wait=True)
+    assert status == ("numba", None), status
+    assert _kernel.frame_form() is not None
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """How many times the compiled frame call ran."""
+    calls = []
+    run = _kernel.frame_form()
+
+    def counted(*args):
+        calls.append(1)
+        return run(*args)
+
+    monkeypatch.setattr(_kernel, "_frame_form", counted)
+    return calls
+
+
+def loop(robot, link, q0, frames=40):
+    """The targets of a small keyed loop around the tool's pose at q0: (positions (1, 3), wxyz (1, 4)) per frame."""
+    pose = link_pose(robot, q0, link)
+    wxyz = np.array([matrix_to_quaternion(pose)])
+    centre = pose[:3, 3]
+    out = []
+    for a in np.linspace(0.0, 2.0 * np.pi, frames, endpoint=False):
+        out.append((np.array([centre + 0.03 * np.array([np.cos(a) - 1.0, np.sin(a), 0.5 * np.sin(2.0 * a)])]), wxyz))
+    return out
+
+
+def play(prepared, targets, start, posture):
+    """Each frame from the answer before as a rig holds it: in float32 (`blender/rig.LiveRig.read`).
+    That rounding is what makes a looped playback repeat its inputs to the bit: the posture slide
+    makes each answer independent of the start to ~1e-9 rad, far under a float32 step."""
+    answers, current = [], start
+    for positions, wxyz in targets:
+        result = prepared.solve(positions, wxyz, current, posture)
+        assert result.converged
+        answers.append(result)
+        current = result.joints.astype(np.float32).astype(float)
+    return answers
+
+
+#: poses away from limits and singularities, the loop's middle
+BENDS = {"robosuite_iiwa": (0.3, 0.6, -0.2, -1.3, 0.2, 0.9, 0.1), "ur3": (0.2, -1.2, 1.5, -1.8, -1.5, 0.3)}
+
+
+def bent(robot, name):
+    return np.clip(np.array(BENDS[name]), robot.lower, robot.upper)
+
+
+@pytest.mark.parametrize("name, link, with_posture", [("robosuite_iiwa", "right_hand", True), ("ur3", "tool0", False)])
+def test_a_looped_playback_answers_from_memory_with_the_same_bits(robots, kernel_calls, name, link, with_posture):
+    robot = robots(name)
+    rng = np.random.default_rng(3)
+    q0 = bent(robot, name)
+    posture = tuple(np.clip(q0 + 0.2 * rng.standard_normal(robot.dof), robot.lower, robot.upper)) if with_posture else None
+    options = SolveOptions(backend="numpy")
+    live = prepare(robot, [link], options, live=True)
+    targets = loop(robot, link, q0)
+    first = play(live, targets, q0, posture)
+    ran = len(kernel_calls)
+    assert ran == len(targets)
+    # the loop comes round: frame 0 again from the last frame's answer, as a looped playback does
+    second = play(live, targets, first[-1].joints.astype(np.float32).astype(float), posture)
+    ran = len(kernel_calls)
+    third = play(live, targets, second[-1].joints.astype(np.float32).astype(float), posture)
+    assert len(kernel_calls) - ran <= 2, "from the second loop on, the frames' inputs repeat"
+    for a, b in zip(second[1:], third[1:]):
+        np.testing.assert_array_equal(a.joints, b.joints)
+        assert (a.position_error, a.rotation_error, a.iterations) == (b.position_error, b.rotation_error, b.iterations)
+    # the remembered answers are the general path's, to the bit
+    general_options = SolveOptions(backend="numpy", posture=posture)
+    current = second[-1].joints.astype(np.float32).astype(float)
+    for (positions, wxyz), kept in zip(targets, third):
+        goals = live.goals(positions, wxyz)
+        general = _entry._solve(robot, goals, current, general_options, time.perf_counter())
+        np.testing.assert_array_equal(kept.joints, general.joints)
+        assert (kept.position_error, kept.rotation_error) == (general.position_error, general.rotation_error)
+        current = kept.joints.astype(np.float32).astype(float)
+    # a caller changing the answer it was given does not change what is remembered
+    kept = third[5].joints.copy()
+    third[5].joints[:] = 0.0
+    again = live.solve(*targets[5], third[4].joints.astype(np.float32).astype(float), posture)
+    np.testing.assert_array_equal(again.joints, kept)
+
+
+def test_another_start_or_posture_is_another_frame(robots, kernel_calls):
+    robot = robots("robosuite_iiwa")
+    link = "right_hand"
+    rng = np.random.default_rng(8)
+    q0 = bent(robot, "robosuite_iiwa")
+    posture = tuple(np.clip(q0 + 0.2 * rng.standard_normal(robot.dof), robot.lower, robot.upper))
+    options = SolveOptions(backend="numpy")
+    live = prepare(robot, [link], options, live=True)
+    fresh = prepare(robot, [link], options)
+    positions, wxyz = loop(robot, link, q0, frames=8)[3]
+    live.solve(positions, wxyz, q0, posture)
+    before = len(kernel_calls)
+    nudged = q0.copy()
+    nudged[2] = np.nextafter(nudged[2], np.inf)
+    other = tuple(np.array(posture) + 0.05)
+    for start, pose in ((nudged, posture), (q0, other), (q0, None)):
+        result = live.solve(positions, wxyz, start, pose)
+        np.testing.assert_array_equal(result.joints, fresh.solve(positions, wxyz, start, pose).joints)
+    assert len(kernel_calls) - before == 3 + 3  # each frame ran on the live rig's solve and on the fresh one
+    assert fresh.frame.answers is None, "a prepared solve that is not live remembers nothing"
+
+
+def test_what_is_remembered_is_bounded(robots, monkeypatch):
+    robot = robots("robosuite_iiwa")
+    link = "right_hand"
+    q0 = bent(robot, "robosuite_iiwa")
+    live = prepare(robot, [link], SolveOptions(backend="numpy"), live=True)
+    targets = loop(robot, link, q0, frames=60)
+    play(live, targets[:1], q0, None)
+    (key, value), = live.frame.answers.items()
+    size = sum(sys.getsizeof(part) for part in (key, *key[1:], value, *value))
+    assert size < 1024, size
+    monkeypatch.setattr(_frame, "REMEMBERED", 16)
+    largest = 0
+    current = q0
+    for positions, wxyz in targets:
+        current = live.solve(positions, wxyz, current).joints
+        largest = max(largest, len(live.frame.answers))
+    assert largest == 16
