@@ -964,12 +964,14 @@ def _toward(anchor, continuous, x, out):
     return 0.5 * total
 
 
-def _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, keep, zeros, task, pull, ws):
+def _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, keep, zeros, task, pull, ws, evaluated):
     """Newton steps of least change from q (in place, x = its free part) back onto the family
-    (the weighted targets met exactly); errors, r and J are left at the end point."""
+    (the weighted targets met exactly); errors, r and J are left at the end point. `evaluated`:
+    they hold q's already."""
     free, lower, upper = data[17], data[18], data[19]
     for step in range(RETURN_STEPS + 1):
-        _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J, ws)
+        if step > 0 or not evaluated:
+            _evaluate(data, q, tpos, trot, twt, 0.0, errors, r, J, ws)
         if _family_error(errors, twt) < PROJECTED or step == RETURN_STEPS:
             break
         _min_norm(J, r, keep, zeros, task, pull)
@@ -1020,11 +1022,14 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
     far = _toward(anchor, continuous, x, toward)
     fraction = 1.0
     iterations = 0
+    pulled = False  # task and pull are already this point's, every joint kept (the last step's length needed them)
     for iterations in range(1, POSTURE_MAX_ITERATIONS + 1):
-        _toward(anchor, continuous, x, toward)
-        for c in range(k):
-            keep[c] = True
-        _min_norm(J, r, keep, toward, task, pull)
+        if not pulled:
+            _toward(anchor, continuous, x, toward)
+            for c in range(k):
+                keep[c] = True
+            _min_norm(J, r, keep, toward, task, pull)
+        pulled = False
         for _ in range(k):  # joints on a limit that the pull pushes outward sit out
             blocked = False
             for c in range(k):
@@ -1047,7 +1052,7 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
         if iterations == 1:
             # Meet the targets exactly first, so that the distance test below compares pulls,
             # not the solver's tolerance.
-            _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, everything, zeros, task, after, ws)
+            _return_to_family(data, q, x, tpos, trot, twt, errors, r, J, everything, zeros, task, after, ws, True)
             far = _toward(anchor, continuous, x, after)
             continue
         accepted = False
@@ -1070,7 +1075,7 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
             # joints sitting out on a limit stay on it while the step returns to the family
             # (moved off by round-off, the pull would push them back every step, a crawl)
             _return_to_family(data, q_trial, x_trial, tpos, trot, twt, errors_trial, r_trial, J_trial, keep, zeros, after,
-                              toward, ws)
+                              toward, ws, False)
             near = _toward(anchor, continuous, x_trial, after)
             # back on the family within the solve's tolerance (a long step whose Newton return
             # has not got there yet is shortened, so the slide never ends off target)
@@ -1103,6 +1108,13 @@ def _settle(data, q, tpos, trot, twt, posture, tol_p, tol_r, errors):
             curvature += moved * (pull[c] - after[c])
         fraction = min(max(moved2 / curvature, MIN_FRACTION), MAX_FRACTION) if curvature > 0 else min(MAX_FRACTION,
                                                                                                       fraction * 2.0)
+        # With every joint kept, that pull is the one the next step starts from (same inputs, same bits).
+        pulled = True
+        for c in range(k):
+            pulled = pulled and keep[c]
+        if pulled:
+            for c in range(k):
+                pull[c] = after[c]
     if not _converged(errors, twt, tol_p, tol_r, 0.0, False):
         for c in range(q.shape[0]):
             q[c] = original[c]
