@@ -272,17 +272,23 @@ class LiveRig:
     read then says what is wrong)."""
 
     __slots__ = ("robot", "channels", "names", "views", "values", "flat", "scales", "matrices", "index", "lower",
-                 "upper", "bounded", "held", "channel", "written")
+                 "upper", "bounded", "held", "channel", "written", "spans")
 
     def __init__(self, robot, channels, names, paths, scales):
         self.robot, self.channels, self.names = robot, channels, names
         count = len(names)
         self.values = np.empty(sum(count * width for _, width, *_ in paths), dtype=np.float32)
         self.views, self.flat, at = [], np.empty(len(channels), dtype=np.int64), 0
+        #: per view, the bytes of `channel` its joints fill when they are consecutive (else None):
+        #: `write` leaves a view whose joints did not change alone (a held gripper's slides)
+        self.spans = []
         for path, width, positions, flat, _ in paths:
             self.views.append((path, self.values[at:at + count * width]))
             self.flat[positions] = at + flat
             at += count * width
+            order = np.sort(np.asarray(positions, dtype=np.int64))
+            consecutive = len(order) > 0 and order[-1] - order[0] == len(order) - 1
+            self.spans.append(slice(4 * int(order[0]), 4 * int(order[-1]) + 4) if consecutive else None)
         self.scales = scales
         self.matrices = np.empty(count * 16, dtype=np.float32)
         self.index = {name: i for i, name in enumerate(names)}
@@ -338,10 +344,12 @@ class LiveRig:
         channel = self.channel
         np.multiply(q, self.scales, out=channel, casting="unsafe")
         written = channel.tobytes()
-        if written != self.held.tobytes():
+        held = self.held.tobytes()
+        if written != held:
             self.values[self.flat] = channel
-            for path, view in self.views:
-                bones.foreach_set(path, view)
+            for (path, view), span in zip(self.views, self.spans):
+                if span is None or written[span] != held[span]:
+                    bones.foreach_set(path, view)
             obj.update_tag(refresh=_TRANSFORM)
         return written
 

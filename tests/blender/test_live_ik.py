@@ -577,3 +577,23 @@ def test_a_solver_set_to_off_leaves_the_rig_to_its_keys_and_reads_nothing_per_fr
     settle(bpy)
     assert np.abs(joints_of(rig) - q_keys).max() > 1e-3, "the solve is back"
     _assert_reaches(rig, target)
+
+
+def test_the_live_write_sets_every_channel_that_changed_and_leaves_the_rest(blender):
+    """`LiveRig.write` skips a channel path whose joints did not change (the Panda's finger slides
+    while the arm moves), and still writes it when only they change, or both: the rig then shows q
+    (as float32) whichever changed."""
+    from kinema_nodes.blender.rig import live_rig
+
+    bpy = blender
+    rig = import_rig(bpy, "panda")
+    robot = robot_of(rig)
+    slide = robot.is_prismatic
+    assert slide.any() and (~slide).any()
+    q = np.clip(np.array(joints_of(rig)), robot.lower, robot.upper)
+    for moved in (~slide, slide, np.ones_like(slide)):
+        io = live_rig(rig, robot, rig.pose.bones)
+        io.read(rig.pose.bones)
+        q = np.clip(q + np.where(moved, 0.01, 0.0), robot.lower, robot.upper)
+        io.write(rig, rig.pose.bones, q)
+        np.testing.assert_array_equal(np.float32(joints_of(rig)), np.float32(q))
