@@ -507,7 +507,10 @@ class FastFrame:
                 if goal is None:
                     return False
                 goals.append(goal)
-        positions, rotations = [g[0] for g in goals], [g[1] for g in goals]
+        if len(goals) == 1 and len(goals[0]) == 4:  # one keyed control: its goal as arrays already
+            positions, rotations = goals[0][2], goals[0][3]
+        else:
+            positions, rotations = [g[0] for g in goals], [g[1] for g in goals]
         try:  # a link set `prepare` refuses (one no joint moves, two targets on one link) is said, as run_step says it
             prepared = self.prepared.get(links)
             if prepared is None:

@@ -58,7 +58,7 @@ class KeyedControl:
         self.goals: dict = {}  # frame -> (pose, position, wxyz): `goal`
 
     def goal(self, frame: float) -> tuple | None:
-        """(`pose`, its position, its rotation as wxyz) at `frame`, made once per frame met (a
+        """(`pose`, its position, its rotation as wxyz, both as arrays) at `frame`, made once per frame met (a
         scrub meets frames again and the quaternion costs as much as the pose's lookup), or None
         where `pose` is None or the pose has no usable rotation or position (the post route then
         answers, and says why)."""
@@ -71,7 +71,9 @@ class KeyedControl:
             return None
         if len(self.goals) >= _POSES_KEPT:
             self.goals.clear()
-        known = self.goals[frame] = (flat, *goal)
+        position, wxyz = goal
+        # and as the (1, 3) and (1, 4) float64 arrays a one-target solve takes as they are
+        known = self.goals[frame] = (flat, position, wxyz, np.array((position,)), np.array((wxyz,)))
         return known
 
     def pose(self, frame: float) -> list | None:

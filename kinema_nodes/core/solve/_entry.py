@@ -569,12 +569,9 @@ class PreparedSolve:
         """positions (T, 3) metres and wxyz (T, 4) in the root frame, one row per link;
         `posture` (n,): this frame's posture (SolveOptions.posture), None for the options' own."""
         t0 = time.perf_counter()
-        options = self.options
-        if posture is None:
-            posture = options.posture
-        elif options.posture is None or tuple(posture) != options.posture:
-            # only the general path and an unsettled answer read it from the options
-            options = _WithPosture(options, posture)
+        own = posture is None
+        if own:
+            posture = self.options.posture
         if self.warming is not None and not self._poll_pyroki():
             self.fast = False  # PyRoki is ready: from now on it answers, warm-started from the rig's pose
         if self.fast:
@@ -582,12 +579,20 @@ class PreparedSolve:
             result = self.frame.solve(positions, wxyz, start, posture, t0, self.note)
             if result is not None:
                 return result
-            return self._general(positions, wxyz, start, options, frame_missed=True)
+            return self._general(positions, wxyz, start, self._posed(posture, own), frame_missed=True)
         if self.track:
             result = self.frame.solve(positions, wxyz, start, posture, t0, TRACKING_NOTE)
             if result is not None:
                 return result
-        return self._general(positions, wxyz, start, options)
+        return self._general(positions, wxyz, start, self._posed(posture, own))
+
+    def _posed(self, posture, own: bool):
+        """The options with this frame's posture, for the general path (the frame call takes the
+        posture as an argument)."""
+        options = self.options
+        if own or (options.posture is not None and tuple(posture) == options.posture):
+            return options
+        return _WithPosture(options, posture)
 
 
     def solve_many(self, positions, wxyz, start) -> tuple[np.ndarray, np.ndarray]:
