@@ -6,6 +6,8 @@
   is polished (UR3).
 - One ulp of difference in the start, or another posture, is another frame: the kernel runs, and
   answers as a prepared solve that remembers nothing.
+- Frames out of reach, which the general path searches, are searched once: from the loop whose
+  inputs repeat, no restart batch and the same answers; not when the search may have met the clock.
 - The memory is bounded: never more than `REMEMBERED` answers, each under 1 kB.
 - A prepared solve that is not live (a bake, the CLI) remembers nothing.
 """
@@ -152,3 +154,56 @@ def test_what_is_remembered_is_bounded(robots, monkeypatch):
         current = live.solve(positions, wxyz, current).joints
         largest = max(largest, len(live.frame.answers))
     assert largest == 16
+
+
+def test_frames_out_of_reach_are_searched_once_for_a_looped_playback(robots):
+    """A loop whose control goes out of the Panda's reach for half its frames: those frames miss the
+    frame call and the general path searches (restart batches). Once the loop's inputs repeat, the
+    live rig answers them from memory: no restart batch, the same answers to the bit, which are a
+    fresh (not live) prepared solve's. A search that took longer than the budget's smallest share
+    may have been cut by the clock, and is searched again every time."""
+    from kinema_nodes.core.solve import restart_count
+
+    robot = robots("panda")
+    link = "panda_hand"
+    q0 = np.clip(np.zeros(robot.dof), robot.lower, robot.upper)
+    pose = link_pose(robot, q0, link)
+    wxyz = np.array([matrix_to_quaternion(pose)])
+    up = -pose[:3, 2]  # back along the hand's axis, its orientation held: out of reach beyond ~0.1 m
+    targets = [(np.array([pose[:3, 3] + 0.03 * np.array([np.cos(a) - 1.0, np.sin(a), 0.0]) + 0.3 * up * max(0.0, np.sin(a))]),
+                wxyz) for a in np.linspace(0.0, 2.0 * np.pi, 30, endpoint=False)]
+    posture = tuple(q0)
+
+    def loops(prepared, count):
+        out, start = [], q0
+        for _ in range(count):
+            before = restart_count()
+            answers = play_any(prepared, targets, start, posture)
+            out.append((restart_count() - before, answers))
+            start = answers[-1].joints.astype(np.float32).astype(float)
+        return out
+
+    live = prepare(robot, [link], SolveOptions(backend="numpy"), live=True)
+    (first, _), (second, kept), (third, again) = loops(live, 3)
+    assert first > 0 and second > 0, "the loop's far frames search"
+    assert sum(not r.converged for r in kept) >= 10
+    assert third == 0, third
+    fresh = prepare(robot, [link], SolveOptions(backend="numpy"))
+    start = kept[-1].joints.astype(np.float32).astype(float)
+    for a, b, (positions, wxyz_) in zip(kept, again, targets):
+        np.testing.assert_array_equal(a.joints, b.joints)
+        assert (a.reason, a.converged, a.position_error) == (b.reason, b.converged, b.position_error)
+        np.testing.assert_array_equal(fresh.solve(positions, wxyz_, start, posture).joints, b.joints)
+        start = b.joints.astype(np.float32).astype(float)
+    clocked = prepare(robot, [link], SolveOptions(backend="numpy"), live=True)
+    clocked.unclocked_ms = 0.0  # every search counts as one the clock may have cut
+    assert loops(clocked, 3)[2][0] > 0
+
+
+def play_any(prepared, targets, start, posture):
+    """`play`, converged or not."""
+    answers, current = [], start
+    for positions, wxyz in targets:
+        answers.append(prepared.solve(positions, wxyz, current, posture))
+        current = answers[-1].joints.astype(np.float32).astype(float)
+    return answers

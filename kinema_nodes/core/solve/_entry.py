@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import KinemaError
 from ._blas import single_threaded_blas
 from ._chain import problem_for
-from ._frame import FrameSolve, solve_frame
+from ._frame import FrameSolve, remember, solve_frame
 from ._kernel import BRANCH_JUMP, kernel_status
 from ._numpy_backend import cold_batches, lm_run, solve_numpy
 from ._contract import _finish, _within
@@ -524,6 +524,10 @@ class PreparedSolve:
             from ._posture import redundancy
 
             self.frame = FrameSolve(self.problem, self.weights, options, redundancy(self.problem, self.weights) > 0, remember=live)
+        #: live: the general path's answers to frames the frame call missed (`_missed`), and the
+        #: time under which no deadline of that search can have been reached
+        self.remembered = {} if live else None
+        self.unclocked_ms = min(options.budget_ms, options.budget_ms * self.search_share, SEARCH_ON_MISS_CAP_MS)
 
     def _poll_pyroki(self) -> bool:
         """Live only: True while the NumPy kernel stands in for a PyRoki program that is still
@@ -579,12 +583,30 @@ class PreparedSolve:
             result = self.frame.solve(positions, wxyz, start, posture, t0, self.note)
             if result is not None:
                 return result
-            return self._general(positions, wxyz, start, self._posed(posture, own), frame_missed=True)
+            return self._missed(positions, wxyz, start, posture, own, t0)
         if self.track:
             result = self.frame.solve(positions, wxyz, start, posture, t0, TRACKING_NOTE)
             if result is not None:
                 return result
         return self._general(positions, wxyz, start, self._posed(posture, own))
+
+    def _missed(self, positions, wxyz, start, posture, own: bool, t0: float) -> SolveResult:
+        """`_general` for a frame the frame call did not answer (restarts, a search, out of reach).
+        A live rig remembers its answer by the frame call's key (its exact inputs) when the clock
+        cannot have shaped it: the NumPy search is counted (`cold_batches`), and the clock stops it
+        only past a budget this solve stayed under. A looped playback through frames out of reach
+        then pays their search once (#33: 5-8 ms a frame, every loop)."""
+        key = self.frame.last_key
+        if key is not None and self.remembered is not None:
+            key = (key, self.note)
+            kept = self.remembered.get(key)
+            if kept is not None:
+                return replace(kept, joints=kept.joints.copy(), ms=(time.perf_counter() - t0) * 1000.0)
+        result = self._general(positions, wxyz, start, self._posed(posture, own), frame_missed=True)
+        if (key is not None and self.remembered is not None and result.backend == "numpy"
+                and result.ms < self.unclocked_ms and type(result.joints) is np.ndarray):
+            remember(self.remembered, key, replace(result, joints=result.joints.copy()))
+        return result
 
     def _posed(self, posture, own: bool):
         """The options with this frame's posture, for the general path (the frame call takes the

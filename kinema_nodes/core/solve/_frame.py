@@ -24,9 +24,19 @@ _FLOAT = np.dtype(float)
 _ARRAY = np.ndarray
 _DONE = _kernel.FRAME_DONE
 _empty, _clock = np.empty, time.perf_counter  # one lookup each, not two: this runs every frame
-#: Frame answers a live rig's FrameSolve keeps (each under 1 kB): a shot of this many frames
-#: plays back from the second loop on without solving; a longer one starts over when full.
-REMEMBERED = 4096
+#: Frame answers a live rig's FrameSolve keeps (each under 1 kB, so under 2 MB for each link set a
+#: live rig solves): a shot of this many frames plays back from the second loop on without
+#: solving; a longer one starts over when full.
+REMEMBERED = 2048
+#: What the memory keeps for inputs the frame call does not answer (the general path does).
+MISSED = object()
+
+
+def remember(memory: dict, key, value) -> None:
+    """`memory[key] = value`, the memory emptied first when it holds REMEMBERED entries."""
+    if len(memory) >= REMEMBERED:
+        memory.clear()
+    memory[key] = value
 
 
 class FrameSolve:
@@ -35,7 +45,7 @@ class FrameSolve:
     array-like) and the start (n,)."""
 
     __slots__ = ("ints", "floats", "flag_at", "posture_at", "free", "redundant", "posture", "shape", "dof", "usable",
-                 "problem", "weights", "options", "answers", "settings")
+                 "problem", "weights", "options", "answers", "settings", "last_key")
 
     def __init__(self, problem, weights, options, redundant: bool, remember: bool = False):
         from ._numpy_backend import first_batch_fractions, kernel_chain
@@ -60,8 +70,10 @@ class FrameSolve:
         #: `remember` (a live rig's): the answers of the last REMEMBERED frame calls by their exact
         #: inputs (see `solve`); None: every call runs the kernel
         self.answers = {} if remember else None
-        #: the part of `floats` a solve can change (the posture and its flag, which sit together)
-        self.settings = slice(min(self.flag_at, self.posture_at), max(self.flag_at + 1, self.posture_at + len(self.free)))
+        #: the last `solve`'s inputs as remembered (None: it had none), for the general path's memory
+        self.last_key = None
+        #: the part of `floats` a solve can change after this: the posture (its flag is read apart)
+        self.settings = slice(self.posture_at, self.posture_at + len(self.free))
 
     def _set_posture(self, posture) -> bool:
         """The posture (n,) into the buffer; False for one `solve` must check (wrong length, not finite)."""
@@ -80,6 +92,7 @@ class FrameSolve:
     def solve(self, positions, wxyz, start, posture, t0: float, note=None) -> SolveResult | None:
         """The answer, or None where the general path must answer (see the module docstring).
         `posture`: this frame's posture (n,) or None; `note`: the result's fallback_reason."""
+        self.last_key = None
         run = _kernel._frame_form  # read directly: a function call here costs as much as an argument check
         if run is None or _kernel._force_plain:
             run = _kernel.frame_form()  # starts the build on the first ask
@@ -110,27 +123,33 @@ class FrameSolve:
             # The frame call is a function of its arguments alone (no clock, no random draw), so
             # the same bits in give the same answer out: a looped playback or a scrub back over
             # frames already solved finds it here (#33).
-            key = (run, p.tobytes(), r.tobytes(), s.tobytes(), self.floats[self.settings].tobytes())
+            floats = self.floats
+            key = self.last_key = (run, p.tobytes(), r.tobytes(), s.tobytes(), floats[self.flag_at],
+                                   floats[self.settings].tobytes())
             kept = answers.get(key)
             if kept is not None:
+                if kept is MISSED:  # the call would miss again: the general path answers
+                    return None
                 q, position_error, rotation_error, iterations = kept
                 return SolveResult(q.copy(), position_error, rotation_error, True, "converged", iterations,
                                    (_clock() - t0) * 1000.0, "numpy", note)
         q = _empty(self.dof)
         code, position_error, rotation_error, iterations = run(self.ints, self.floats, s, p, r, q)
         if code != _DONE:
+            if answers is not None:
+                remember(answers, key, MISSED)
             return None
         if not self.redundant:
             polished = self._polish(s, q, p, r, iterations)
             if polished is None:
+                if answers is not None:
+                    remember(answers, key, MISSED)
                 return None
             q, iterations, errors = polished
             if errors is not None:
                 position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
         if answers is not None:
-            if len(answers) >= REMEMBERED:
-                answers.clear()
-            answers[key] = (q.copy(), position_error, rotation_error, iterations)
+            remember(answers, key, (q.copy(), position_error, rotation_error, iterations))
         return SolveResult(q, position_error, rotation_error, True, "converged", iterations, (_clock() - t0) * 1000.0,
                            "numpy", note)
 
