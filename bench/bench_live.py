@@ -305,9 +305,7 @@ def forget_answers() -> None:
     from kinema_nodes.session import SESSION
 
     for prepared in SESSION.prepared.values():
-        answers = getattr(getattr(prepared, "frame", None), "answers", None)
-        if answers is not None:
-            answers.clear()
+        prepared.forget()
 
 
 def plain_case(bpy, backend, rotate, inward, frames, block=25, avoid_self=False):

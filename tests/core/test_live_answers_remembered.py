@@ -8,6 +8,7 @@
   answers as a prepared solve that remembers nothing.
 - Frames out of reach, which the general path searches, are searched once: from the loop whose
   inputs repeat, no restart batch and the same answers; not when the search may have met the clock.
+- So are the frames of a rig avoiding itself (not with a world: the inputs would not say it all).
 - The memory is bounded: never more than `REMEMBERED` answers, each under 1 kB.
 - A prepared solve that is not live (a bake, the CLI) remembers nothing.
 """
@@ -207,3 +208,44 @@ def play_any(prepared, targets, start, posture):
         answers.append(prepared.solve(positions, wxyz, current, posture))
         current = answers[-1].joints.astype(np.float32).astype(float)
     return answers
+
+
+def test_a_rig_avoiding_itself_remembers_its_frames_too(robots, monkeypatch):
+    """Avoid Collisions on the robot itself (no world, nothing held): a looped playback runs the
+    avoiding solve for none of the frames whose inputs repeat, and answers what a fresh (not live)
+    prepared solve answers, clearance included. With a world the frame's inputs no longer say
+    everything, and nothing is remembered."""
+    from kinema_nodes.core.collision.avoid import Avoid
+    from kinema_nodes.core.collision.world import World
+    from kinema_nodes.core.solve import _avoiding
+
+    calls = []
+    original = _avoiding.solve_avoiding
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_avoiding, "solve_avoiding", counted)
+    robot = robots("robosuite_iiwa")
+    link = "right_hand"
+    q0 = bent(robot, "robosuite_iiwa")
+    targets = loop(robot, link, q0, frames=12)
+    options = SolveOptions(backend="numpy", avoid=Avoid(self_=True, margin_m=0.01))
+    live = prepare(robot, [link], options, live=True)
+    assert live.avoiding_itself
+    posture = tuple(q0)  # what Add IK Target stores: the answers are the frame's, not the path's
+    first = play(live, targets, q0, posture)
+    second = play(live, targets, first[-1].joints.astype(np.float32).astype(float), posture)
+    ran = len(calls)
+    third = play(live, targets, second[-1].joints.astype(np.float32).astype(float), posture)
+    assert len(calls) - ran <= 2, len(calls) - ran
+    fresh = prepare(robot, [link], options)
+    start = second[-1].joints.astype(np.float32).astype(float)
+    for kept, (positions, wxyz) in zip(third, targets):
+        again = fresh.solve(positions, wxyz, start, posture)
+        np.testing.assert_array_equal(kept.joints, again.joints)
+        assert kept.min_clearance_m == again.min_clearance_m
+        start = kept.joints.astype(np.float32).astype(float)
+    with_world = prepare(robot, [link], SolveOptions(backend="numpy", avoid=Avoid(self_=True, world=World(ground=True))), live=True)
+    assert not with_world.avoiding_itself

@@ -524,9 +524,14 @@ class PreparedSolve:
             from ._posture import redundancy
 
             self.frame = FrameSolve(self.problem, self.weights, options, redundancy(self.problem, self.weights) > 0, remember=live)
-        #: live: the general path's answers to frames the frame call missed (`_missed`), and the
-        #: time under which no deadline of that search can have been reached
+        #: live: the general path's answers to frames the frame call missed, or that avoid the robot
+        #: itself (`_remembering`), and the time under which no deadline of theirs can have been reached
         self.remembered = {} if live else None
+        #: live, NumPy, Avoid Collisions on the robot itself only: its answers are the frame's inputs'
+        #: (a world or a held object is not in them; a live PyRoki rig's may be PyRoki's)
+        avoid = options.avoid
+        self.avoiding_itself = (live and not self.live_pyroki and avoid is not None and avoid.world is None
+                                and not avoid.carried)
         self.unclocked_ms = min(options.budget_ms, options.budget_ms * self.search_share, SEARCH_ON_MISS_CAP_MS)
 
     def _poll_pyroki(self) -> bool:
@@ -583,30 +588,40 @@ class PreparedSolve:
             result = self.frame.solve(positions, wxyz, start, posture, t0, self.note)
             if result is not None:
                 return result
-            return self._missed(positions, wxyz, start, posture, own, t0)
+            return self._remembering(self.frame.last_key, t0, lambda: self._general(
+                positions, wxyz, start, self._posed(posture, own), frame_missed=True))
         if self.track:
             result = self.frame.solve(positions, wxyz, start, posture, t0, TRACKING_NOTE)
             if result is not None:
                 return result
+        if self.avoiding_itself:
+            key = tuple(np.asarray(a, dtype=float).tobytes() for a in (positions, wxyz, start, () if posture is None else posture))
+            return self._remembering(key, t0, lambda: self._general(positions, wxyz, start, self._posed(posture, own)))
         return self._general(positions, wxyz, start, self._posed(posture, own))
 
-    def _missed(self, positions, wxyz, start, posture, own: bool, t0: float) -> SolveResult:
-        """`_general` for a frame the frame call did not answer (restarts, a search, out of reach).
-        A live rig remembers its answer by the frame call's key (its exact inputs) when the clock
-        cannot have shaped it: the NumPy search is counted (`cold_batches`), and the clock stops it
-        only past a budget this solve stayed under. A looped playback through frames out of reach
-        then pays their search once (#33: 5-8 ms a frame, every loop)."""
-        key = self.frame.last_key
-        if key is not None and self.remembered is not None:
-            key = (key, self.note)
-            kept = self.remembered.get(key)
-            if kept is not None:
-                return replace(kept, joints=kept.joints.copy(), ms=(time.perf_counter() - t0) * 1000.0)
-        result = self._general(positions, wxyz, start, self._posed(posture, own), frame_missed=True)
-        if (key is not None and self.remembered is not None and result.backend == "numpy"
-                and result.ms < self.unclocked_ms and type(result.joints) is np.ndarray):
+    def _remembering(self, key, t0: float, general) -> SolveResult:
+        """`general()` (the general path), remembered on a live rig by `key` (the frame's exact
+        inputs) where the clock cannot have shaped its answer: the NumPy search is counted
+        (`cold_batches`), every seed is drawn from fixed tables, and the clock stops a search only
+        past a budget this solve stayed under. A looped playback through frames the frame call
+        misses (out of reach: 5-8 ms a frame, every loop) or that avoid the robot itself then
+        pays each once (#33)."""
+        if key is None or self.remembered is None:
+            return general()
+        key = (key, self.note)
+        kept = self.remembered.get(key)
+        if kept is not None:
+            return replace(kept, joints=kept.joints.copy(), ms=(time.perf_counter() - t0) * 1000.0)
+        result = general()
+        if result.backend == "numpy" and result.ms < self.unclocked_ms and type(result.joints) is np.ndarray:
             remember(self.remembered, key, replace(result, joints=result.joints.copy()))
         return result
+
+    def forget(self) -> None:
+        """Drop every remembered answer: the frames that follow are solved as on a first playback."""
+        for memory in (self.remembered, getattr(getattr(self, "frame", None), "answers", None)):
+            if memory is not None:
+                memory.clear()
 
     def _posed(self, posture, own: bool):
         """The options with this frame's posture, for the general path (the frame call takes the
