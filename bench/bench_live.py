@@ -316,14 +316,28 @@ def plain_case(bpy, backend, rotate, inward, frames, block=25, avoid_self=False)
     from kinema_nodes.core.solve import restart_count
     from kinema_nodes.session import readout_of
 
+    from kinema_nodes.blender.rig import read_joint_values, robot_for_rig, write_joint_values
+
     scene, tree, solver, constraint = plain_scene(bpy, backend, rotate, inward, frames, avoid_self)
+    rig = constraint.id_data
+    robot = robot_for_rig(rig)
+    # A looped playback's rig at each frame: two more loops, the second one's joints kept. Each
+    # block starts from the rig as the loop leaves the frame before it (a frame out of reach
+    # answers from where the arm was, so another entry would be another path).
+    loop = {}
+    for _ in range(2):
+        for frame in range(1, frames + 1):
+            scene.frame_set(frame)
+            loop[frame] = read_joint_values(rig, robot)
     times = {"first": [], "kinema": [], "blender": [], "none": []}
     summaries, restarts = [], 0
     for first in range(1, frames + 1, block):
         for mode, cpu in times.items():
             solver.live = mode in ("first", "kinema")
             constraint.mute = mode != "blender"
-            scene.frame_set(max(first - 1, 1))  # the switch settles here, untimed
+            settle = first - 1 if first > 1 else frames  # the frame a playback shows before `first`
+            write_joint_values(rig, robot, loop[settle - 1 if settle > 1 else frames])
+            scene.frame_set(settle)  # the switch settles here, untimed
             if mode == "first":
                 forget_answers()
             before = restart_count()

@@ -229,6 +229,9 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch:
     return result
 
 
+#: General-path answers a live rig keeps (`PreparedSolve._remembering`; each under 2 kB): the
+#: frames a looped playback sends there (out of reach, avoiding itself) are fewer than its frames.
+REMEMBERED_GENERAL = 512
 #: The most a warm miss searches (ms), whatever the budget: a bake's budget is seconds a frame,
 #: and a stretch the arm cannot reach would otherwise search that long on every frame of it
 #: (10 s a frame seen in a Blender bake, 60 s in the CLI's). `--cold` keeps the whole budget.
@@ -614,7 +617,7 @@ class PreparedSolve:
             return replace(kept, joints=kept.joints.copy(), ms=(time.perf_counter() - t0) * 1000.0)
         result = general()
         if result.backend == "numpy" and result.ms < self.unclocked_ms and type(result.joints) is np.ndarray:
-            remember(self.remembered, key, replace(result, joints=result.joints.copy()))
+            remember(self.remembered, key, replace(result, joints=result.joints.copy()), REMEMBERED_GENERAL)
         return result
 
     def forget(self) -> None:

@@ -32,9 +32,9 @@ REMEMBERED = 2048
 MISSED = object()
 
 
-def remember(memory: dict, key, value) -> None:
-    """`memory[key] = value`, the memory emptied first when it holds REMEMBERED entries."""
-    if len(memory) >= REMEMBERED:
+def remember(memory: dict, key, value, kept: int = REMEMBERED) -> None:
+    """`memory[key] = value`, the memory emptied first when it holds `kept` entries."""
+    if len(memory) >= kept:
         memory.clear()
     memory[key] = value
 
