@@ -157,7 +157,7 @@ def test_what_is_remembered_is_bounded(robots, monkeypatch):
     assert largest == 16
 
 
-def test_frames_out_of_reach_are_searched_once_for_a_looped_playback(robots):
+def test_frames_out_of_reach_are_searched_once_for_a_looped_playback(robots, monkeypatch):
     """A loop whose control goes out of the Panda's reach for half its frames: those frames miss the
     frame call and the general path searches (restart batches). Once the loop's inputs repeat, the
     live rig answers them from memory: no restart batch, the same answers to the bit, which are a
@@ -199,6 +199,14 @@ def test_frames_out_of_reach_are_searched_once_for_a_looped_playback(robots):
     clocked = prepare(robot, [link], SolveOptions(backend="numpy"), live=True)
     clocked.unclocked_ms = 0.0  # every search counts as one the clock may have cut
     assert loops(clocked, 3)[2][0] > 0
+    assert 10 <= len(live.remembered) <= _entry.REMEMBERED_GENERAL
+    monkeypatch.setattr(_entry, "REMEMBERED_GENERAL", 3)
+    small = prepare(robot, [link], SolveOptions(backend="numpy"), live=True)
+    sizes, current = [], q0
+    for positions, wxyz_ in targets:
+        current = small.solve(positions, wxyz_, current, posture).joints.astype(np.float32).astype(float)
+        sizes.append(len(small.remembered))
+    assert max(sizes) == 3
 
 
 def play_any(prepared, targets, start, posture):

@@ -32,9 +32,9 @@ REMEMBERED = 2048
 MISSED = object()
 
 
-def remember(memory: dict, key, value, kept: int = REMEMBERED) -> None:
-    """`memory[key] = value`, the memory emptied first when it holds `kept` entries."""
-    if len(memory) >= kept:
+def remember(memory: dict, key, value, kept: int | None = None) -> None:
+    """`memory[key] = value`, the memory emptied first when it holds `kept` entries (REMEMBERED)."""
+    if len(memory) >= (REMEMBERED if kept is None else kept):
         memory.clear()
     memory[key] = value
 
