@@ -88,3 +88,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, folder))
         if "pyroki" in item.nodeid.lower():
             item.add_marker(pytest.mark.jax)
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """A list that grows by one each time the compiled frame call (`_kernel._frame_form`) runs."""
+    from kinema_nodes.core.solve import _kernel
+
+    assert _kernel.kernel_status(wait=True) == ("numba", None)
+    calls = []
+    run = _kernel.frame_form()
+
+    def counted(*args):
+        calls.append(1)
+        return run(*args)
+
+    monkeypatch.setattr(_kernel, "_frame_form", counted)
+    return calls

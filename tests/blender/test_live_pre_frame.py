@@ -195,23 +195,14 @@ def test_a_curve_a_script_removes_between_two_frames_is_never_read(blender):
         assert np.abs(np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]).max() < 1e-5
 
 
-def test_a_looped_playback_answers_frames_it_has_met_from_memory(blender, monkeypatch):
+def test_a_looped_playback_answers_frames_it_has_met_from_memory(blender, kernel_calls):
     """Playing the same frames again (a looped playback) runs the kernel for none of them but the
     loop's first, whose start is new: the rig holds float32 values, which repeat to the bit from the
     second loop on, and the live rig's frame call remembers each answer by its exact inputs
     (core/solve/_frame.py). The joints are the second loop's, to the bit, and the tool follows."""
-    from kinema_nodes.core.solve import _kernel
-
     bpy = blender
     rig, tree, target, solver = _panda_with_keyed_control(bpy)
-    calls = []
-    run = _kernel.frame_form()
-
-    def counted(*args):
-        calls.append(1)
-        return run(*args)
-
-    monkeypatch.setattr(_kernel, "_frame_form", counted)
+    calls = kernel_calls
     loops = []
     for _ in range(3):
         ran = len(calls)

@@ -34,20 +34,6 @@ def compiled_kernel():
     assert _kernel.frame_form() is not None
 
 
-@pytest.fixture
-def kernel_calls(monkeypatch):
-    """How many times the compiled frame call ran."""
-    calls = []
-    run = _kernel.frame_form()
-
-    def counted(*args):
-        calls.append(1)
-        return run(*args)
-
-    monkeypatch.setattr(_kernel, "_frame_form", counted)
-    return calls
-
-
 def loop(robot, link, q0, frames=40):
     """The targets of a small keyed loop around the tool's pose at q0: (positions (1, 3), wxyz (1, 4)) per frame."""
     pose = link_pose(robot, q0, link)
