@@ -8,7 +8,8 @@
   answers as a prepared solve that remembers nothing.
 - Frames out of reach, which the general path searches, are searched once: from the loop whose
   inputs repeat, no restart batch and the same answers; not when the search may have met the clock.
-- So are the frames of a rig avoiding itself (not with a world: the inputs would not say it all).
+- So are the frames of a rig avoiding itself (not with a world: the inputs would not say it all),
+  and on PyRoki the frames PyRoki answers, equal to the bit to a fresh PyRoki solve's.
 - The memory is bounded: never more than `REMEMBERED` answers, each under 1 kB.
 - A prepared solve that is not live (a bake, the CLI) remembers nothing.
 """
@@ -243,3 +244,53 @@ def test_a_rig_avoiding_itself_remembers_its_frames_too(robots, monkeypatch):
         start = kept.joints.astype(np.float32).astype(float)
     with_world = prepare(robot, [link], SolveOptions(backend="numpy", avoid=Avoid(self_=True, world=World(ground=True))), live=True)
     assert not with_world.avoiding_itself
+
+
+@pytest.mark.jax
+def test_a_live_pyroki_rig_remembers_the_frames_the_general_path_answers(robots, monkeypatch):
+    """On PyRoki (the default solver) the frames the kernel's tracking step does not answer go to
+    PyRoki's solve: a warm one is one call of its compiled program, and XLA on the CPU gives the
+    same bits for the same inputs. From the loop whose inputs repeat, none of them calls PyRoki
+    again, and each remembered answer is what a fresh (not live) PyRoki solve gives."""
+    pytest.importorskip("pyroki")
+    from kinema_nodes.core.solve import _pyroki_backend, wait_for_pyroki
+
+    calls = []
+    original = _pyroki_backend.solve_pyroki
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_pyroki_backend, "solve_pyroki", counted)
+    robot = robots("panda")
+    link = "panda_hand_tcp"
+    q0 = np.clip(np.zeros(robot.dof), robot.lower, robot.upper)
+    pose = link_pose(robot, q0, link)
+    wxyz = np.array([matrix_to_quaternion(pose)])
+    up = -pose[:3, 2]
+    targets = [(np.array([pose[:3, 3] + 0.03 * np.array([np.cos(a) - 1.0, np.sin(a), 0.0]) + 0.3 * up * max(0.0, np.sin(a))]),
+                wxyz) for a in np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)]
+    posture = tuple(q0)
+    live = prepare(robot, [link], SolveOptions(backend="pyroki"), live=True)
+    live.solve(*targets[0], q0, posture)
+    assert wait_for_pyroki(300)
+    first = play_any(live, targets, q0, posture)
+    assert live.track and first[0].fallback_reason != "PyRoki is compiling"
+    second = play_any(live, targets, first[-1].joints.astype(np.float32).astype(float), posture)
+    ran = len(calls)
+    assert ran > 0, "PyRoki answered the frames out of reach"
+    third = play_any(live, targets, second[-1].joints.astype(np.float32).astype(float), posture)
+    assert len(calls) == ran, len(calls) - ran
+    fresh = prepare(robot, [link], SolveOptions(backend="pyroki"))
+    start = second[-1].joints.astype(np.float32).astype(float)
+    general = 0
+    for kept, (positions, wxyz_) in zip(third, targets):
+        if kept.fallback_reason != _entry.TRACKING_NOTE:
+            general += 1
+            again = fresh.solve(positions, wxyz_, start, posture)
+            np.testing.assert_array_equal(kept.joints, again.joints)
+            assert (kept.backend, kept.reason) == (again.backend, again.reason)
+        start = kept.joints.astype(np.float32).astype(float)
+    assert general >= 4
+    assert sum(r.backend == "pyroki" for r in third) >= 4, "PyRoki's own answers were remembered"

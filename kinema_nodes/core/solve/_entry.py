@@ -530,11 +530,10 @@ class PreparedSolve:
         #: live: the general path's answers to frames the frame call missed, or that avoid the robot
         #: itself (`_remembering`), and the time under which no deadline of theirs can have been reached
         self.remembered = {} if live else None
-        #: live, NumPy, Avoid Collisions on the robot itself only: its answers are the frame's inputs'
-        #: (a world or a held object is not in them; a live PyRoki rig's may be PyRoki's)
+        #: live, Avoid Collisions on the robot itself only: its answers are the frame's inputs' (a
+        #: world or a held object is not in them)
         avoid = options.avoid
-        self.avoiding_itself = (live and not self.live_pyroki and avoid is not None and avoid.world is None
-                                and not avoid.carried)
+        self.avoiding_itself = live and avoid is not None and avoid.world is None and not avoid.carried
         self.unclocked_ms = min(options.budget_ms, options.budget_ms * self.search_share, SEARCH_ON_MISS_CAP_MS)
 
     def _poll_pyroki(self) -> bool:
@@ -597,6 +596,8 @@ class PreparedSolve:
             result = self.frame.solve(positions, wxyz, start, posture, t0, TRACKING_NOTE)
             if result is not None:
                 return result
+            return self._remembering(self.frame.last_key, t0, lambda: self._general(
+                positions, wxyz, start, self._posed(posture, own)))
         if self.avoiding_itself:
             key = tuple(np.asarray(a, dtype=float).tobytes() for a in (positions, wxyz, start, () if posture is None else posture))
             return self._remembering(key, t0, lambda: self._general(positions, wxyz, start, self._posed(posture, own)))
@@ -605,13 +606,17 @@ class PreparedSolve:
     def _remembering(self, key, t0: float, general) -> SolveResult:
         """`general()` (the general path), remembered on a live rig by `key` (the frame's exact
         inputs) where the clock cannot have shaped its answer: the NumPy search is counted
-        (`cold_batches`), every seed is drawn from fixed tables, and the clock stops a search only
-        past a budget this solve stayed under. A looped playback through frames the frame call
-        misses (out of reach: 5-8 ms a frame, every loop) or that avoid the robot itself then
-        pays each once (#33)."""
+        (`cold_batches`), every seed is drawn from fixed tables, a warm PyRoki solve is one call
+        of its compiled program (it returns after its first attempt, whatever the clock; XLA on
+        the CPU gives the same bits for the same inputs: tested), and the clock stops a search
+        only past a budget this solve stayed under. A looped playback through frames the frame
+        call misses (out of reach: 5-8 ms a frame, every loop) or that avoid the robot itself
+        then pays each once (#33). Not kept: an answer given while the solver changed (PyRoki's
+        program ready, or dropped and rebuilding), whose note is not the key's."""
         if key is None or self.remembered is None:
             return general()
-        key = (key, self.note)
+        note = self.note
+        key = (key, note)
         kept = self.remembered.get(key)
         if kept is not None:
             return replace(kept, joints=kept.joints.copy(), ms=(time.perf_counter() - t0) * 1000.0)
@@ -620,7 +625,8 @@ class PreparedSolve:
         # the whole call, not result.ms: a warm answer standing after a search that found nothing
         # carries the time from before that search
         spent = (time.perf_counter() - began) * 1000.0
-        if result.backend == "numpy" and spent < self.unclocked_ms and type(result.joints) is np.ndarray:
+        if (spent < self.unclocked_ms and self.note == note and result.backend in ("numpy", "pyroki")
+                and type(result.joints) is np.ndarray):
             remember(self.remembered, key, replace(result, joints=result.joints.copy()), REMEMBERED_GENERAL)
         return result
 
