@@ -1,6 +1,7 @@
-"""The one bounded cache: compiled solvers (core/solve), found configurations (core/stages) and
-the robot a rig carries (blender/rig) all keep their recent entries in an `LRU`, so the size
-bound and the eviction order are the same everywhere and one call clears each."""
+"""The one bounded cache: compiled solvers (core/solve), a live rig's remembered answers
+(core/solve/_frame.py, _entry.py), found configurations (core/stages) and the robot a rig carries
+(blender/rig) all keep their recent entries in an `LRU`, so the size bound and the eviction order
+are the same everywhere and one call clears each."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ class LRU:
 
     def get(self, key: Hashable, default: object = None) -> object:
         """The entry (now the most recently used), or `default` without storing it."""
-        if key not in self._items:
+        items = self._items
+        try:
+            items.move_to_end(key)  # one lookup for a miss: a live rig asks every frame
+        except KeyError:
             return default
-        self._items.move_to_end(key)
-        return self._items[key]
+        return items[key]
 
     def put(self, key: Hashable, value: object) -> object:
         self._items[key] = value

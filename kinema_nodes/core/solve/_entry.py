@@ -17,9 +17,10 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import KinemaError
+from ..lru import LRU
 from ._blas import single_threaded_blas
 from ._chain import problem_for
-from ._frame import FrameSolve, remember, solve_frame
+from ._frame import FrameSolve, solve_frame
 from ._kernel import BRANCH_JUMP, kernel_status
 from ._numpy_backend import cold_batches, lm_run, solve_numpy
 from ._contract import _finish, _within
@@ -523,13 +524,15 @@ class PreparedSolve:
         #: call as NumPy (#33: PyRoki's one solve is a JAX dispatch costing ~10x the whole frame);
         #: a frame that call misses (restarts, a branch change, out of reach) is PyRoki's
         self.track = self.live_pyroki and options.avoid is None
+        #: the compiled frame call (NumPy, or live PyRoki's tracking steps); None: the general path answers
+        self.frame = None
         if self.fast or self.track:
             from ._posture import redundancy
 
             self.frame = FrameSolve(self.problem, self.weights, options, redundancy(self.problem, self.weights) > 0, remember=live)
         #: live: the general path's answers to frames the frame call missed, or that avoid the robot
         #: itself (`_remembering`), and the time under which no deadline of theirs can have been reached
-        self.remembered = {} if live else None
+        self.remembered = LRU(REMEMBERED_GENERAL) if live else None
         #: live, Avoid Collisions on the robot itself only: its answers are the frame's inputs' (a
         #: world or a held object is not in them)
         avoid = options.avoid
@@ -627,12 +630,12 @@ class PreparedSolve:
         spent = (time.perf_counter() - began) * 1000.0
         if (spent < self.unclocked_ms and self.note == note and result.backend in ("numpy", "pyroki")
                 and type(result.joints) is np.ndarray):
-            remember(self.remembered, key, replace(result, joints=result.joints.copy()), REMEMBERED_GENERAL)
+            self.remembered.put(key, replace(result, joints=result.joints.copy()))
         return result
 
     def forget(self) -> None:
         """Drop every remembered answer: the frames that follow are solved as on a first playback."""
-        for memory in (self.remembered, getattr(getattr(self, "frame", None), "answers", None)):
+        for memory in (self.remembered, None if self.frame is None else self.frame.answers):
             if memory is not None:
                 memory.clear()
 

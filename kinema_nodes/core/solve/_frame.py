@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from ..lru import LRU
 from . import _kernel
 from ._types import IKTarget, SolveResult
 
@@ -26,17 +27,10 @@ _DONE = _kernel.FRAME_DONE
 _empty, _clock = np.empty, time.perf_counter  # one lookup each, not two: this runs every frame
 #: Frame answers a live rig's FrameSolve keeps (each under 1 kB, so under 2 MB for each link set a
 #: live rig solves): a shot of this many frames plays back from the second loop on without
-#: solving; a longer one starts over when full.
+#: solving; past it the least recently met frames are dropped (core/lru.py).
 REMEMBERED = 2048
 #: What the memory keeps for inputs the frame call does not answer (the general path does).
 MISSED = object()
-
-
-def remember(memory: dict, key, value, kept: int | None = None) -> None:
-    """`memory[key] = value`, the memory emptied first when it holds `kept` entries (REMEMBERED)."""
-    if len(memory) >= (REMEMBERED if kept is None else kept):
-        memory.clear()
-    memory[key] = value
 
 
 class FrameSolve:
@@ -69,7 +63,7 @@ class FrameSolve:
             self._set_posture(options.posture)
         #: `remember` (a live rig's): the answers of the last REMEMBERED frame calls by their exact
         #: inputs (see `solve`); None: every call runs the kernel
-        self.answers = {} if remember else None
+        self.answers = LRU(REMEMBERED) if remember else None
         #: the last `solve`'s inputs as remembered (None: it had none), for the general path's memory
         self.last_key = None
         #: the part of `floats` a solve can change after this: the posture (its flag is read apart)
@@ -135,21 +129,20 @@ class FrameSolve:
                                    (_clock() - t0) * 1000.0, "numpy", note)
         q = _empty(self.dof)
         code, position_error, rotation_error, iterations = run(self.ints, self.floats, s, p, r, q)
-        if code != _DONE:
-            if answers is not None:
-                remember(answers, key, MISSED)
-            return None
-        if not self.redundant:
+        if code == _DONE and not self.redundant:
             polished = self._polish(s, q, p, r, iterations)
             if polished is None:
-                if answers is not None:
-                    remember(answers, key, MISSED)
-                return None
-            q, iterations, errors = polished
-            if errors is not None:
-                position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
+                code = None  # the polish did not answer: a miss, as the call's own
+            else:
+                q, iterations, errors = polished
+                if errors is not None:
+                    position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
+        if code != _DONE:
+            if answers is not None:
+                answers.put(key, MISSED)
+            return None
         if answers is not None:
-            remember(answers, key, (q.copy(), position_error, rotation_error, iterations))
+            answers.put(key, (q.copy(), position_error, rotation_error, iterations))
         return SolveResult(q, position_error, rotation_error, True, "converged", iterations, (_clock() - t0) * 1000.0,
                            "numpy", note)
 
