@@ -10,6 +10,7 @@ readouts) is kept in one place, `session.SESSION`; this module holds no state of
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -448,41 +449,36 @@ class FastFrame:
             return False
         nodes = tree.nodes
         static = tree.animation_data is None  # read each frame: a script may key the tree between frames
-        if pre and not static:
-            return False  # the tree's keyed settings are not evaluated for this frame yet
-        poses, links, controls, goals = [], [], [], []
-        matrices = False
-        for name in self.targets:
-            node = nodes.get(name)
-            if node is None:
+        if pre:
+            if not static:
+                return False  # the tree's keyed settings are not evaluated for this frame yet
+            keyed = self._keyed(nodes, rig, io, robot, frame)
+            if keyed is None:
                 return False
-            bone = node.control_bone
-            if bone and node.control_object == rig:  # the default: a bone of the rig, read with the rig's matrices
-                if pre:
-                    keyed = keyed_control(rig, bone, io.written, SESSION.generation)
-                    known = None if keyed is None else keyed.goal(frame)  # made once a frame
-                    if known is None:
-                        return False
-                    flat = known[0]
-                    goals.append(known[1:])
-                    controls.append(io.index[bone])
-                else:
+            links, poses, goals, controls = keyed
+        else:
+            poses, links, controls, goals = [], [], [], []
+            matrices = False
+            for name in self.targets:
+                node = nodes.get(name)
+                if node is None:
+                    return False
+                bone = node.control_bone
+                if bone and node.control_object == rig:  # the default: a bone of the rig, read with the rig's matrices
                     if not matrices:
                         io.read_matrices(bones)
                         matrices = True
                     flat = io.control_flat(bone)
                     if flat is None:
                         return False
-                poses.append(flat)
-            elif pre:
-                return False
-            else:
-                goal = _control_goal(node, rig)
-                if goal is None:
-                    return False
-                poses.append(goal)
-            links.append(node.link_for_index(robot, node.link_index) if static else node.link_at_frame(robot))
-        links = tuple(links)
+                    poses.append(flat)
+                else:
+                    goal = _control_goal(node, rig)
+                    if goal is None:
+                        return False
+                    poses.append(goal)
+                links.append(node.link_for_index(robot, node.link_index) if static else node.link_at_frame(robot))
+            links = tuple(links)
         if self.options.avoid is not None and carried_by(rig, frame):
             return False  # what a grasp holds is kept clear too: frame_inputs reads it (the general path)
         start = io.read(bones)
@@ -507,17 +503,9 @@ class FastFrame:
                 if goal is None:
                     return False
                 goals.append(goal)
-        if len(goals) == 1 and len(goals[0]) == 4:  # one keyed control: its goal as arrays already
-            positions, rotations = goals[0][2], goals[0][3]
-        else:
-            positions, rotations = [g[0] for g in goals], [g[1] for g in goals]
+        positions, rotations = _goal_arrays(goals)
         try:  # a link set `prepare` refuses (one no joint moves, two targets on one link) is said, as run_step says it
-            prepared = self.prepared.get(links)
-            if prepared is None:
-                if len(self.prepared) >= _PREPARED_KEPT:
-                    self.prepared.clear()
-                prepared = self.prepared[links] = _prepared_solve(robot, links, self.options, self.weights)
-            solved = prepared.solve(positions, rotations, start, posture)
+            solved = self._prepared(robot, links).solve(positions, rotations, start, posture)
         except KinemaError as exc:
             refused = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
         else:
@@ -541,6 +529,88 @@ class FastFrame:
         if not want:
             return True
         return StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
+
+    def _keyed(self, nodes, rig, io, robot, frame):
+        """(links, poses, goals, control bone indices) of a frame whose every control is a bone of
+        the rig posed by its own F-curves alone (`keyed_control`: known before Blender evaluates
+        the frame), in a tree with no keys; None for any other frame."""
+        poses, links, controls, goals = [], [], [], []
+        for name in self.targets:
+            node = nodes.get(name)
+            if node is None:
+                return None
+            bone = node.control_bone
+            if not bone or node.control_object != rig:
+                return None
+            keyed = keyed_control(rig, bone, io.written, SESSION.generation)
+            known = None if keyed is None else keyed.goal(frame)  # made once a frame
+            if known is None:
+                return None
+            poses.append(known[0])
+            goals.append(known[1:])
+            controls.append(io.index[bone])
+            links.append(node.link_for_index(robot, node.link_index))
+        return tuple(links), poses, goals, controls
+
+    def _prepared(self, robot, links):
+        """The live rig's prepared solve for these links (one per link set this frame has met)."""
+        prepared = self.prepared.get(links)
+        if prepared is None:
+            if len(self.prepared) >= _PREPARED_KEPT:
+                self.prepared.clear()
+            prepared = self.prepared[links] = _prepared_solve(robot, links, self.options, self.weights)
+        return prepared
+
+    def ahead(self, tree, state: TreeState, step, solver, rig, span: tuple, deadline: float) -> bool:
+        """Solve, until `deadline` (perf_counter s; one frame at least), the next frames a playback
+        from the current one will show, into the live rig's memory of answers (core/solve/_frame.py):
+        each from the channels the frame before leaves the rig holding, as the playback's own
+        frames will be (`LiveRig.holding`), so each of those frames finds its exact inputs
+        remembered and solves nothing. Only frames the pre route answers (every control a keyed bone of the
+        rig, `_keyed`); the rig, the readout and the budget are left alone. `span`: (current
+        frame, first, last frame played: a playback wraps from last to first). A cursor per
+        Solver keeps the place, started again after any edit (the generation) or another span.
+        Returns True while frames are left."""
+        robot, bones = step.robot, rig.pose.bones
+        io = live_rig(rig, robot, bones)
+        if io is None or tree.animation_data is not None:
+            return False
+        now, first, last = span
+        where = (self.serial, SESSION.generation, span)
+        cursor = state.ahead.get(step.node)
+        if cursor is None or cursor[0] != where:
+            io.read(bones)
+            cursor = state.ahead[step.node] = [where, now, io.held.copy(), min(AHEAD_FRAMES, last - first + 1)]
+        _, frame, held, left = cursor
+        nodes, clock = tree.nodes, time.perf_counter
+        while left > 0:  # one frame at least, whatever the deadline: each turn moves on
+            frame = frame + 1 if first <= frame + 1 <= last else first
+            keyed = self._keyed(nodes, rig, io, robot, frame)
+            start = held / io.scales  # as `LiveRig.read` makes it from the channels
+            if keyed is None or not self.links.issuperset(keyed[0]) or not math.isfinite(sum(start.tolist())) or (
+                    self.options.avoid is not None and carried_by(rig, frame)):
+                left = 0  # that frame's playback takes another route: the frames after it start from its answer
+                break
+            links, _, goals, _ = keyed
+            try:
+                solved = self._prepared(robot, links).solve(*_goal_arrays(goals), start, whole_posture(solver, robot, frame, start))
+                held = io.holding(np.asarray(solved.joints, dtype=float)).copy()
+            except KinemaError:
+                left = 0
+                break
+            left -= 1
+            if clock() >= deadline:
+                break
+        cursor[1:] = frame, held, left
+        return left > 0
+
+
+def _goal_arrays(goals) -> tuple:
+    """(positions, wxyz) of a frame's goals as the prepared solve takes them: one keyed
+    control's goal is kept as its (1, 3) and (1, 4) arrays already."""
+    if len(goals) == 1 and len(goals[0]) == 4:
+        return goals[0][2], goals[0][3]
+    return [g[0] for g in goals], [g[1] for g in goals]
 
 
 def fast_frame(tree, path: str) -> FastFrame | None:
@@ -751,6 +821,51 @@ def run_pre(scene) -> None:
         pre.complete = complete
     finally:
         SESSION.running = False
+
+
+#: The most frames a live rig solves ahead of the current one (`solve_ahead`): well within the
+#: frame answers it remembers (core/solve/_frame.py REMEMBERED), a playback's loop back included.
+AHEAD_FRAMES = 1000
+
+
+def solve_ahead(scene, slice_ms: float) -> bool:
+    """While Blender is idle (blender/handlers.py's timer): let each live plain step solve the
+    frames a playback from the current frame will show (`FastFrame.ahead`), for at most about
+    `slice_ms` (a frame already begun finishes: one frame's solve is bounded by its budget), so
+    that a first playback after an edit answers from memory, as a looped one does (#33). Returns
+    True while frames are left."""
+    if SESSION.running or not SOLVE_BEFORE_EVALUATION or scene is None:
+        return False
+    deadline = time.perf_counter() + slice_ms / 1000.0
+    if scene.use_preview_range:
+        first, last = scene.frame_preview_start, scene.frame_preview_end
+    else:
+        first, last = scene.frame_start, scene.frame_end
+    span = (scene.frame_current, first, last)
+    more = False
+    SESSION.running = True
+    try:
+        for tree in kinema_trees():
+            state = SESSION.trees.get(tree.as_pointer())
+            program = None if state is None else state.program
+            # only a program the last run compiled since the last edit: the next frame compiles, or
+            # follows renames, first (nothing is changed from a timer)
+            if (program is None or state.dirty or tree.animation_data is not None or state.checked is None
+                    or state.checked[0] != SESSION.generation):
+                continue
+            for step in program.steps:
+                solver = node_by_path(tree, step.node)
+                if solver is None or step.backend == "off" or not solver.live or solver.over_budget or step.node in state.paused:
+                    continue
+                rig = _rig_still(tree, state, program, step)
+                fast = _fast_frame(tree, state, program, step, False)
+                if rig is not None and fast is not None:
+                    more = fast.ahead(tree, state, step, solver, rig, span, deadline) or more
+    except (KinemaError, ReferenceError):  # a rig or bone gone in between: the next frame says why
+        return False
+    finally:
+        SESSION.running = False
+    return more
 
 
 def _pre_frame_holds(scene) -> bool:

@@ -22,7 +22,7 @@ class TreeState:
     the group tree's state (what the node itself shows)."""
 
     __slots__ = ("dirty", "spec", "program", "checked", "robot_nodes", "fast", "last_inputs", "readouts", "paused", "off_shown",
-                 "slow_frames", "asked")
+                 "slow_frames", "asked", "ahead")
 
     def __init__(self):
         self.dirty = False
@@ -37,6 +37,7 @@ class TreeState:
         self.off_shown: dict = {}  # solver path -> (program, generation) whose Off readout is shown
         self.slow_frames: dict[str, int] = {}  # solver path -> ordinary frames in a row over budget
         self.asked: dict[str, tuple] = {}  # solver path -> (solver, links) of its last solve: a switch is a one-off
+        self.ahead: dict[str, list] = {}  # solver path -> where its frames solved ahead stand (`FastFrame.ahead`)
 
     def compiled(self, spec, program) -> None:
         """The tree compiled to `program`: what was checked or bound for the last one goes."""

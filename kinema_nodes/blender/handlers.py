@@ -1,5 +1,6 @@
 """Frame-change and depsgraph handlers: run the Kinema trees. Persistent, so they survive
-file loads; they do nothing but call the evaluator (and tell the session what changed)."""
+file loads; they do nothing but call the evaluator (and tell the session what changed). A timer
+lets live rigs solve ahead while Blender is idle (`solve_ahead_tick`)."""
 
 import bpy
 from bpy.app.handlers import persistent
@@ -52,6 +53,30 @@ def on_load(*_args):
             upgrade_slides(obj)
 
 
+#: How long Blender must have been idle between two turns of solving ahead (s), and how long one
+#: turn may take (ms): a turn is shorter than a redraw, so the viewport stays as it was.
+AHEAD_EVERY_S, AHEAD_SLICE_MS = 0.1, 4.0
+_IDLE_SINCE = [None]  # the generation (session.py) the last turn saw
+
+
+def solve_ahead_tick():
+    """The persistent timer (main thread; the bpy module fires none): while no window plays the
+    animation and no render runs, each live rig solves the frames a playback from the current
+    frame will show (`evaluator.solve_ahead`), a slice at a time."""
+    from .plan_jobs import animation_playing
+
+    try:
+        if animation_playing(bpy) or bpy.app.is_job_running("RENDER"):
+            return AHEAD_EVERY_S
+        if _IDLE_SINCE[0] != SESSION.generation:  # edited in the last turn (a drag goes on): not idle yet
+            _IDLE_SINCE[0] = SESSION.generation
+            return AHEAD_EVERY_S
+        evaluator.solve_ahead(bpy.context.scene, AHEAD_SLICE_MS)
+    except Exception:  # noqa: BLE001, S110 -- the timer must never stop; the next frame solves as ever
+        pass
+    return AHEAD_EVERY_S
+
+
 HANDLERS = (
     (bpy.app.handlers.undo_post, on_undo),
     (bpy.app.handlers.redo_post, on_undo),
@@ -68,9 +93,13 @@ def register():
     for handler_list, function in HANDLERS:
         if function not in handler_list:
             handler_list.append(function)
+    if not bpy.app.timers.is_registered(solve_ahead_tick):
+        bpy.app.timers.register(solve_ahead_tick, first_interval=AHEAD_EVERY_S, persistent=True)
 
 
 def unregister():
     for handler_list, function in HANDLERS:
         while function in handler_list:
             handler_list.remove(function)
+    if bpy.app.timers.is_registered(solve_ahead_tick):
+        bpy.app.timers.unregister(solve_ahead_tick)

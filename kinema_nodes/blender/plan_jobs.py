@@ -178,7 +178,8 @@ def start_requested() -> None:
             JOBS[key] = (signature, _live_job(tree, key[1], signature))
 
 
-def _playing(bpy) -> bool:
+def animation_playing(bpy) -> bool:
+    """Whether any window plays the animation (timers leave the frames to it)."""
     return any(getattr(window.screen, "is_animation_playing", False) for window in bpy.context.window_manager.windows)
 
 
@@ -193,7 +194,7 @@ def tick():
     try:
         start_requested()
         before = {key: shot.done for key, shot in SHOTS.items()}
-        playing = _playing(bpy)
+        playing = animation_playing(bpy)
         for key in list(JOBS):
             if playing and (key in READING or inspect.getgeneratorstate(JOBS[key][1]) == inspect.GEN_CREATED):
                 continue

@@ -332,10 +332,10 @@ class LiveRig:
         i = self.index.get(name)
         return None if i is None else self.matrices[16 * i:16 * i + 16].tolist()
 
-    def write(self, obj, bones, q: np.ndarray) -> bytes:
-        """`write_joint_values` of q straight after this frame's `read`: clamped to the limits,
-        never a non-finite value; nothing is set or tagged when the rig already holds q. Returns
-        the channels the rig now holds, as bytes (what `held` of the next `read` shows)."""
+    def holding(self, q: np.ndarray) -> np.ndarray:
+        """The channels (float32, in joint order) `write` of q leaves the rig holding: clamped to
+        the limits; a value no channel can hold (not finite, beyond float32) raises KinemaError.
+        The array is reused by the next call."""
         if not math.isfinite(sum(q.tolist())) and not np.isfinite(q).all():  # one cheap call for the usual answer
             _refuse_unholdable(self.robot, q, np.ones(len(q)))
         q = np.minimum(np.maximum(q, self.lower), self.upper)
@@ -343,6 +343,13 @@ class LiveRig:
             _refuse_unholdable(self.robot, q, self.scales)
         channel = self.channel
         np.multiply(q, self.scales, out=channel, casting="unsafe")
+        return channel
+
+    def write(self, obj, bones, q: np.ndarray) -> bytes:
+        """`write_joint_values` of q straight after this frame's `read`: clamped to the limits,
+        never a non-finite value; nothing is set or tagged when the rig already holds q. Returns
+        the channels the rig now holds, as bytes (what `held` of the next `read` shows)."""
+        channel = self.holding(q)
         written = channel.tobytes()
         held = self.held.tobytes()
         if written != held:

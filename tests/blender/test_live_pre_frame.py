@@ -219,3 +219,104 @@ def test_a_looped_playback_answers_frames_it_has_met_from_memory(blender, kernel
     assert solver.summary.startswith("converged"), solver.summary
     gap = np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]
     assert np.abs(gap).max() < 1e-5
+
+
+def _forget_answers():
+    from kinema_nodes.session import SESSION
+
+    for prepared in SESSION.prepared.values():
+        prepared.forget()
+
+
+def _solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=0.0):
+    """`evaluator.solve_ahead` turn after turn until no frame is left (as the idle timer calls
+    it); returns the kernel calls each turn ran."""
+    from kinema_nodes import evaluator
+
+    turns = []
+    for _ in range(200):
+        ran = len(kernel_calls)
+        more = evaluator.solve_ahead(bpy.context.scene, slice_ms)
+        turns.append(len(kernel_calls) - ran)
+        if not more:
+            return turns
+    raise AssertionError("solving ahead never ends")
+
+
+def test_frames_solved_ahead_while_idle_play_back_from_memory_with_the_answers_of_a_first_playback(blender, kernel_calls):
+    """Idle at frame 1, the live rig solves the frames a playback will show (`solve_ahead`, a
+    frame a turn with no time slice), each from what the frame before leaves the rig holding:
+    the rig, its readout and the frame are left as they were. The playback then runs the kernel
+    for none of its frames, and its joints are, to the bit, those of the same playback with
+    nothing solved ahead (which runs the kernel every frame)."""
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    for frame in list(range(1, 41)) * 2:  # a loop first: frame 1 is then entered as every loop enters it
+        scene.frame_set(frame)
+    scene.frame_set(1)
+    held, summary = joints_of(rig), solver.summary
+    _forget_answers()
+    turns = _solve_ahead_to_the_end(bpy, kernel_calls)
+    assert len(turns) == 40 and max(turns) == 1, turns  # one frame a turn: frames 2..40 and the loop back to 1
+    assert np.array_equal(joints_of(rig), held) and solver.summary == summary and scene.frame_current == 1
+    playbacks = []
+    for ahead in (True, False):
+        if not ahead:
+            _forget_answers()
+            scene.frame_set(40)
+            scene.frame_set(1)  # the answer it gave before: the same inputs
+            assert np.array_equal(joints_of(rig), held)
+        ran, seen = len(kernel_calls), []
+        for frame in range(2, 41):
+            scene.frame_set(frame)
+            seen.append(joints_of(rig))
+        playbacks.append((len(kernel_calls) - ran, seen))
+    (ahead_calls, ahead_seen), (plain_calls, plain_seen) = playbacks
+    assert ahead_calls == 0 and plain_calls >= 39, (ahead_calls, plain_calls)
+    for a, b in zip(ahead_seen, plain_seen):
+        assert np.array_equal(a, b)
+    bones = rig.pose.bones
+    gap = np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]
+    assert np.abs(gap).max() < 1e-5 and solver.summary.startswith("converged"), solver.summary
+
+
+def test_solving_ahead_waits_for_idle_starts_again_after_an_edit_and_leaves_other_controls_alone(blender, kernel_calls):
+    """The idle timer's turn solves nothing in the turn after an edit (a drag going on), then
+    solves; an edited key starts the frames ahead again from the edit; a control a constraint
+    moves (the post route's) is not solved ahead at all."""
+    import bpy as bpy_module
+
+    from kinema_nodes.blender import handlers
+
+    bpy = blender
+    assert bpy_module.app.timers.is_registered(handlers.solve_ahead_tick)
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 30
+    ran = len(kernel_calls)
+    bpy.context.view_layer.update()
+    assert handlers.solve_ahead_tick() == handlers.AHEAD_EVERY_S
+    assert len(kernel_calls) == ran, "the turn after an edit is not idle yet"
+    handlers.solve_ahead_tick()
+    assert len(kernel_calls) > ran
+    _solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)
+    assert _solve_ahead_to_the_end(bpy, kernel_calls) == [0], "nothing is left once every frame is solved"
+    from kinema_nodes.blender.animation import fcurves
+
+    path = f'pose.bones["{target.control_bone}"].location'
+    curve = next(c for c in fcurves(rig) if c.data_path == path and c.array_index == 2)
+    curve.keyframe_points[1].co.y += 0.01
+    curve.update()
+    bpy.context.view_layer.update()
+    # the frames the edit moved (their control, or their start) are solved again; the others'
+    # exact inputs are met before
+    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) >= 8
+    ran = len(kernel_calls)
+    for frame in range(2, 31):
+        scene.frame_set(frame)
+    assert len(kernel_calls) == ran, "the edited shot plays back from memory"
+    _constrained(bpy, rig, target)
+    bpy.context.view_layer.update()
+    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) == 0
