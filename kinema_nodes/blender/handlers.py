@@ -53,9 +53,10 @@ def on_load(*_args):
             upgrade_slides(obj)
 
 
-#: How long Blender must have been idle between two turns of solving ahead (s), and how long one
-#: turn may take (ms): a turn is shorter than a redraw, so the viewport stays as it was.
-AHEAD_EVERY_S, AHEAD_SLICE_MS = 0.1, 4.0
+#: How often the idle timer looks (s: a turn after an edit waits for the next look), how soon it
+#: comes back while frames are left (s), and how long one turn may take (ms): a turn is shorter
+#: than a redraw, and at most a fifth of the idle main thread.
+AHEAD_EVERY_S, AHEAD_AGAIN_S, AHEAD_SLICE_MS = 0.1, 0.02, 4.0
 _IDLE_SINCE = [None]  # the generation (session.py) the last turn saw
 
 
@@ -71,7 +72,8 @@ def solve_ahead_tick():
         if _IDLE_SINCE[0] != SESSION.generation:  # edited in the last turn (a drag goes on): not idle yet
             _IDLE_SINCE[0] = SESSION.generation
             return AHEAD_EVERY_S
-        evaluator.solve_ahead(bpy.context.scene, AHEAD_SLICE_MS)
+        if evaluator.solve_ahead(bpy.context.scene, AHEAD_SLICE_MS):
+            return AHEAD_AGAIN_S
     except Exception:  # noqa: BLE001, S110 -- the timer must never stop; the next frame solves as ever
         pass
     return AHEAD_EVERY_S
