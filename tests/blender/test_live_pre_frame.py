@@ -320,3 +320,20 @@ def test_solving_ahead_waits_for_idle_starts_again_after_an_edit_and_leaves_othe
     _constrained(bpy, rig, target)
     bpy.context.view_layer.update()
     assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) == 0
+
+
+def test_solving_ahead_is_bounded_by_its_frame_count(blender, kernel_calls, monkeypatch):
+    """A shot longer than `AHEAD_FRAMES` is solved ahead that far and no further (the memory it
+    fills stays within the frames a live rig remembers)."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.core.solve import _frame
+
+    assert evaluator.AHEAD_FRAMES <= _frame.REMEMBERED // 2
+    bpy = blender
+    monkeypatch.setattr(evaluator, "AHEAD_FRAMES", 12)
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 100_000
+    bpy.context.view_layer.update()
+    _forget_answers()
+    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) == 12
