@@ -158,12 +158,9 @@ def main() -> int:
         print(row, flush=True)
         lines.append(row)
     lines += ["", f"Load average before {load_before}, after {', '.join(f'{v:.2f}' for v in os.getloadavg())}."]
-    markdown = "\n".join(lines)
-    print(markdown)
-    if not args.no_write:
-        from results_file import write_section
+    from results_file import publish
 
-        write_section(SECTION, markdown)
+    publish(SECTION, lines, write=not args.no_write)
     return 1 if failed else 0
 
 
