@@ -1,4 +1,5 @@
-"""The extension's Preferences: the solve budget the manual promises (33 ms by default)."""
+"""The extension's Preferences: the solve budget the manual promises (33 ms by default), the
+package folders, and whether live rigs solve ahead while Blender is idle."""
 
 import bpy
 
@@ -26,11 +27,19 @@ class KinemaPreferences(bpy.types.AddonPreferences):
         "separated by ';'. ROS_PACKAGE_PATH and AMENT_PREFIX_PATH are searched too",
     )
 
+    solve_ahead: bpy.props.BoolProperty(
+        name="Solve Ahead While Idle",
+        description="While nothing is edited or played, live rigs solve the frames a playback from the current frame "
+        "will show (4 ms at a time), so the first playback after an edit plays from memory",
+        default=True,
+    )
+
     def draw(self, context):
         from ..core.solve import kernel_summary
 
         self.layout.prop(self, "solve_budget_ms")
         self.layout.prop(self, "package_folders")
+        self.layout.prop(self, "solve_ahead")
         self.layout.label(text=kernel_summary())
 
 

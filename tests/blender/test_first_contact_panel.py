@@ -88,6 +88,19 @@ PREFERENCES_SCRIPT = textwrap.dedent(
             solver = rig_solver(rig_tree(rig), rig)
             budgets[path] = [solver.effective_budget_ms(), solver.to_spec().get("budget_ms")]
         report["budgets"] = budgets
+        # Solve Ahead While Idle: on by default; off, the idle timer's turns never solve ahead
+        from kinema_nodes import evaluator
+        from kinema_nodes.blender import handlers
+
+        report["solve_ahead_default"] = prefs.solve_ahead
+        asked, solve_ahead = [], evaluator.solve_ahead
+        evaluator.solve_ahead = lambda *args: asked.append(1) or solve_ahead(*args)
+        for on in (False, True):
+            prefs.solve_ahead = on
+            before = len(asked)
+            for _ in range(3):
+                handlers.solve_ahead_tick()
+            report[f"solve_ahead_turns_{'on' if on else 'off'}"] = len(asked) - before
     print("REPORT " + json.dumps(report), flush=True)
     # bpy 4.5's module can hang at process exit after read_homefile (its delayed-close thread
     # still waits on a condition variable that the exit handlers destroy); the report is out
@@ -115,6 +128,8 @@ def test_the_preferences_are_where_blender_looks_for_them():
     assert set(report["budgets"]) == {path for path, _ in robots}
     for effective, in_spec in report["budgets"].values():
         assert effective == pytest.approx(250.0) and in_spec == pytest.approx(250.0)
+    assert report["solve_ahead_default"] is True
+    assert report["solve_ahead_turns_off"] == 0 and report["solve_ahead_turns_on"] >= 1, report
 
 
 def test_the_preferences_class_is_named_after_the_add_on_module(blender):
