@@ -160,6 +160,13 @@ def _preferences_budget():
     return getattr(prefs, "solve_budget_ms", None)
 
 
+def solve_ahead_wanted() -> bool:
+    """Preferences' *Solve Ahead While Idle* (on where the add-on has no preferences: the bpy module)."""
+    from .ui.preferences import preferences
+
+    return getattr(preferences(), "solve_ahead", True)
+
+
 def _robot_node_of(state: TreeState | None, program: Program, step) -> str | None:
     """The Robot node a step's rig comes from (bound once per compile: every frame asks)."""
     found = state.robot_nodes if state is not None and state.program is program else {}

@@ -65,12 +65,10 @@ def solve_ahead_tick():
     animation and no render runs, each live rig solves the frames a playback from the current
     frame will show (`evaluator.solve_ahead`), a slice at a time; never with Preferences' *Solve
     Ahead While Idle* off."""
-    from ..ui.preferences import preferences
     from .plan_jobs import animation_playing
 
     try:
-        prefs = preferences()
-        if (prefs is not None and not prefs.solve_ahead) or animation_playing(bpy) or bpy.app.is_job_running("RENDER"):
+        if not evaluator.solve_ahead_wanted() or animation_playing(bpy) or bpy.app.is_job_running("RENDER"):
             return AHEAD_EVERY_S
         if _IDLE_SINCE[0] != SESSION.generation:  # edited in the last turn (a drag goes on): not idle yet
             _IDLE_SINCE[0] = SESSION.generation
