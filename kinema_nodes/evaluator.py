@@ -17,7 +17,7 @@ import numpy as np
 
 from .blender.carried import carried_by
 from .blender.flatten import SEPARATOR, node_by_path
-from .blender.keyed_controls import keyed_control
+from .blender.keyed_controls import keyed_control, mispredicted
 from .blender.path_moves import tool_goal
 from .blender.postures import frame_posture, whole_posture
 from .blender.rig import live_rig
@@ -899,6 +899,7 @@ def _pre_frame_holds(scene) -> bool:
             matrices = io.matrices
             for i, pose in zip(controls, poses):
                 if matrices[16 * i:16 * i + 16].tolist() != pose:
+                    mispredicted(rig, io.names[i], SESSION.generation)
                     return False
             if not io.holds(bones, written):
                 return False

@@ -27,7 +27,8 @@ import numpy as np
 from ..core.graph.program import bone_goal
 
 _F32 = np.float32
-_CACHE: dict = {}  # (rig pointer, bone name) -> (generation, KeyedControl or None)
+#: (rig pointer, bone name) -> (generation, KeyedControl or None, the generation it last mispredicted at)
+_CACHE: dict = {}
 
 
 def reset_caches() -> None:
@@ -173,8 +174,24 @@ def keyed_control(rig, bone_name: str, written_bones, generation: int) -> KeyedC
         keyed = None
     if len(_CACHE) >= 32:
         _CACHE.clear()
-    _CACHE[key] = (generation, keyed)
+    _CACHE[key] = (generation, keyed, None if found is None else found[2])
     return keyed
+
+
+def mispredicted(rig, bone_name: str, generation: int) -> None:
+    """Blender evaluated the control elsewhere than its KeyedControl said (`frame_change_post`'s
+    check). F-curves a script edits with no depsgraph update before the next frame change leave
+    the generation where it was, so the control is built again from its F-curves for the next
+    frame; one that misses again at this generation is not predicted until the next edit (the
+    post route solves it, once a frame, instead of both routes)."""
+    key = (rig.as_pointer(), bone_name)
+    found = _CACHE.get(key)
+    if found is None or found[0] != generation:
+        return
+    if found[2] == generation:
+        _CACHE[key] = (generation, None, generation)
+    else:
+        _CACHE[key] = (None, None, generation)
 
 
 _DEFAULT_FLAGS = (False, True, "FULL", True)  # use_connect, use_inherit_rotation, inherit_scale, use_local_location
