@@ -299,15 +299,6 @@ def plain_scene(bpy, backend, rotate, inward, frames, avoid_self=False):
     return scene, tree, solver, constraint
 
 
-def forget_answers() -> None:
-    """Empty every live rig's remembered frame answers (`core/solve/_frame.py`): the frames that
-    follow are solved as on a first playback."""
-    from kinema_nodes.session import SESSION
-
-    for prepared in SESSION.prepared.values():
-        prepared.forget()
-
-
 def plain_case(bpy, backend, rotate, inward, frames, block=25, avoid_self=False):
     """One #33 plain-scene case in a fresh file: per-frame CPU ms of Kinema on a first pass (the
     frames' answers forgotten before the block) / the same after Blender's idle time let the rig
@@ -316,7 +307,7 @@ def plain_case(bpy, backend, rotate, inward, frames, block=25, avoid_self=False)
     batches and readout summaries over Kinema's first-pass frames."""
     from kinema_nodes import evaluator
     from kinema_nodes.core.solve import restart_count
-    from kinema_nodes.session import readout_of
+    from kinema_nodes.session import forget_answers, readout_of
 
     from kinema_nodes.blender.rig import read_joint_values, robot_for_rig, write_joint_values
 
@@ -524,6 +515,8 @@ def plain_where(bpy, frames, passes=3):
     the posture slide, which makes a frame's answer depend on its inputs alone, costs). Returns
     ({label: median CPU us per frame}, median CPU us per frame_set)."""
     import importlib
+
+    from kinema_nodes.session import forget_answers
 
     scene, *_ = plain_scene(bpy, "NUMPY", True, 0.05, frames)
     spent, saved = {label: 0 for label, *_ in WHERE}, []

@@ -44,7 +44,7 @@ def one(bpy, name: str, frames: int) -> dict:
     from kinema_nodes.blender.edit import rig_tree
     from kinema_nodes.blender.rig import read_joint_values, robot_for_rig
     from kinema_nodes.core.solve import _kernel, restart_count, wait_for_pyroki
-    from kinema_nodes.session import SESSION
+    from kinema_nodes.session import forget_answers
 
     bpy.ops.wm.read_homefile(use_empty=True)
     path, packages = robot_file(name)
@@ -77,10 +77,6 @@ def one(bpy, name: str, frames: int) -> dict:
 
     _kernel._frame_form = counted
 
-    def forget():
-        for prepared in SESSION.prepared.values():
-            prepared.forget()
-
     def playback():
         before, batches, cpu, seen = len(calls), restart_count(), [], []
         for frame in range(2, frames + 1):
@@ -93,9 +89,9 @@ def one(bpy, name: str, frames: int) -> dict:
     try:
         scene.frame_set(1)
         start = read_joint_values(rig, robot)
-        forget()
+        forget_answers()
         first = playback()
-        forget()
+        forget_answers()
         scene.frame_set(frames)
         scene.frame_set(1)
         same_start = bool(np.array_equal(read_joint_values(rig, robot), start))

@@ -22,11 +22,12 @@ from .blender.path_moves import tool_goal
 from .blender.postures import frame_posture, whole_posture
 from .blender.rig import live_rig
 from .core.errors import KinemaError
+from .core.lru import LRU
 from .core.graph.program import FrameInputs, Program, StepResult, bone_goal, compile_program, pose_to_target, summarise
 from .core.graph.registry import GROUP_IDNAME, TREE_IDNAME, kind_of
 from .core.graph.spec import GraphSpec
 from .core.solve import TRACKING_NOTE
-from .session import SESSION, TreeState, changed_outside, compiled_program, mark_dirty, readout, readout_of, resume
+from .session import PREPARED_KEPT, SESSION, TreeState, changed_outside, compiled_program, mark_dirty, readout, readout_of, resume
 
 #: What nodes and panels also reach through the evaluator; the state itself is session.py's.
 __all__ = ("changed_outside", "compiled_program", "mark_dirty", "readout", "readout_of", "resume")
@@ -254,10 +255,6 @@ def _fingerprint(inputs: FrameInputs, program: Program, step) -> bytes:
     return b"|".join(parts)
 
 
-#: How many prepared solves the session keeps (`SESSION.prepared`; each fast frame keeps its own).
-_PREPARED_KEPT = 32
-
-
 def live_solve(robot, goals, start, options):
     """`core.solve.solve` for a live frame, through a cached `prepare` (the same answers: the
     prepared path hands anything but a converged warm kernel descent to `solve`)."""
@@ -434,7 +431,7 @@ class FastFrame:
 
     def __init__(self, targets, options, weights, links):
         self.targets, self.options, self.weights = targets, options, weights
-        self.prepared, self.links = {}, links
+        self.prepared, self.links = LRU(PREPARED_KEPT), links
         self.serial = SESSION.next_serial()  # in fingerprints: unlike id(), never reused by a later step
 
     def same_as(self, other) -> bool:
@@ -563,9 +560,7 @@ class FastFrame:
         """The live rig's prepared solve for these links (one per link set this frame has met)."""
         prepared = self.prepared.get(links)
         if prepared is None:
-            if len(self.prepared) >= _PREPARED_KEPT:
-                self.prepared.clear()
-            prepared = self.prepared[links] = _prepared_solve(robot, links, self.options, self.weights)
+            prepared = self.prepared.put(links, _prepared_solve(robot, links, self.options, self.weights))
         return prepared
 
     def ahead(self, tree, state: TreeState, step, solver, rig, span: tuple, deadline: float) -> bool:
@@ -593,7 +588,7 @@ class FastFrame:
         while left > 0:  # one frame at least, whatever the deadline: each turn moves on
             frame = frame + 1 if first <= frame + 1 <= last else first
             keyed = self._keyed(nodes, rig, io, robot, frame)
-            start = held / io.scales  # as `LiveRig.read` makes it from the channels
+            start = io.start(held)
             if keyed is None or not self.links.issuperset(keyed[0]) or not math.isfinite(sum(start.tolist())) or (
                     self.options.avoid is not None and carried_by(rig, frame)):
                 left = 0  # that frame's playback takes another route: the frames after it start from its answer
@@ -687,9 +682,7 @@ def _prepared_solve(robot, links, options, weights):
     if prepared is None:
         from .core.solve import prepare
 
-        if len(SESSION.prepared) >= _PREPARED_KEPT:
-            SESSION.prepared.clear()
-        prepared = SESSION.prepared[key] = prepare(robot, links, options, weights, live=True)
+        prepared = SESSION.prepared.put(key, prepare(robot, links, options, weights, live=True))
     return prepared
 
 

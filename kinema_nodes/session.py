@@ -15,6 +15,11 @@ imports it back. Plain Python: Blender is imported only to read the scene's fram
 
 from __future__ import annotations
 
+from .core.lru import LRU
+
+#: How many prepared solves the session keeps (`Session.prepared`; each fast frame keeps its own).
+PREPARED_KEPT = 32
+
 
 class TreeState:
     """What the live runs of one tree remember (see the module doc). Keyed by solver path: a
@@ -69,6 +74,7 @@ class Session:
         self.option_fields: tuple[str, ...] = ()  # SolveOptions' fields less the posture, read once
         self.objects_seen = None  # the file's object count when copied rigs were last looked for
         self.pre = PreFrame()
+        self.idle_generation = None  # the generation the idle timer's last turn saw (blender/handlers.py)
         self.clear()
 
     def clear(self) -> None:
@@ -78,7 +84,7 @@ class Session:
         self.pre = PreFrame()
         self.bone_names: dict[tuple[int, int], list] = {}  # (tree, armature) -> its bones' names when renames were last followed
         self.trees: dict[int, TreeState] = {}
-        self.prepared: dict = {}  # core.solve.prepare per (robot, links, weights, options less the posture)
+        self.prepared = LRU(PREPARED_KEPT)  # core.solve.prepare per (robot, links, weights, options less the posture)
 
     def tree(self, key: int) -> TreeState:
         """The state of the tree with pointer `key` (a new one the first time)."""
@@ -110,6 +116,13 @@ def compiled_program(tree):
     """The Program `tree` last compiled to (None before its first run): its problems by node."""
     state = SESSION.trees.get(tree.as_pointer())
     return None if state is None else state.program
+
+
+def forget_answers() -> None:
+    """Empty every live rig's remembered frame answers (core/solve/_frame.py): the frames that
+    follow are solved as on a first playback."""
+    for prepared in SESSION.prepared.values():
+        prepared.forget()
 
 
 def readout(solver) -> dict:

@@ -57,7 +57,6 @@ def on_load(*_args):
 #: comes back while frames are left (s), and how long one turn may take (ms): a turn is shorter
 #: than a redraw, and at most a fifth of the idle main thread.
 AHEAD_EVERY_S, AHEAD_AGAIN_S, AHEAD_SLICE_MS = 0.1, 0.02, 4.0
-_IDLE_SINCE = [None]  # the generation (session.py) the last turn saw
 
 
 def solve_ahead_tick():
@@ -70,8 +69,8 @@ def solve_ahead_tick():
     try:
         if not evaluator.solve_ahead_wanted() or animation_playing(bpy) or bpy.app.is_job_running("RENDER"):
             return AHEAD_EVERY_S
-        if _IDLE_SINCE[0] != SESSION.generation:  # edited in the last turn (a drag goes on): not idle yet
-            _IDLE_SINCE[0] = SESSION.generation
+        if SESSION.idle_generation != SESSION.generation:  # edited in the last turn (a drag goes on): not idle yet
+            SESSION.idle_generation = SESSION.generation
             return AHEAD_EVERY_S
         if evaluator.solve_ahead(bpy.context.scene, AHEAD_SLICE_MS):
             return AHEAD_AGAIN_S

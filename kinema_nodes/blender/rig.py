@@ -304,6 +304,11 @@ class LiveRig:
         for path, view in self.views:
             bones.foreach_get(path, view)
         self.held = held = self.values[self.flat]
+        return self.start(held)
+
+    def start(self, held: np.ndarray) -> np.ndarray:
+        """The configuration channels `held` (float32, in joint order, as `held` or `holding`)
+        show: what a solve from them starts at."""
         return held / self.scales
 
     def holds(self, bones, written: bytes) -> bool:

@@ -49,6 +49,9 @@ class LRU:
     def keys(self) -> list[Hashable]:
         return list(self._items)
 
+    def values(self) -> list[object]:
+        return list(self._items.values())
+
     def clear(self) -> None:
         self._items.clear()
 

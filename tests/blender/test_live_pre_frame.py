@@ -221,13 +221,6 @@ def test_a_looped_playback_answers_frames_it_has_met_from_memory(blender, kernel
     assert np.abs(gap).max() < 1e-5
 
 
-def _forget_answers():
-    from kinema_nodes.session import SESSION
-
-    for prepared in SESSION.prepared.values():
-        prepared.forget()
-
-
 def _solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=0.0):
     """`evaluator.solve_ahead` turn after turn until no frame is left (as the idle timer calls
     it); returns the kernel calls each turn ran."""
@@ -249,6 +242,8 @@ def test_frames_solved_ahead_while_idle_play_back_from_memory_with_the_answers_o
     the rig, its readout and the frame are left as they were. The playback then runs the kernel
     for none of its frames, and its joints are, to the bit, those of the same playback with
     nothing solved ahead (which runs the kernel every frame)."""
+    from kinema_nodes.session import forget_answers
+
     bpy = blender
     rig, tree, target, solver = _panda_with_keyed_control(bpy)
     scene = bpy.context.scene
@@ -257,14 +252,14 @@ def test_frames_solved_ahead_while_idle_play_back_from_memory_with_the_answers_o
         scene.frame_set(frame)
     scene.frame_set(1)
     held, summary = joints_of(rig), solver.summary
-    _forget_answers()
+    forget_answers()
     turns = _solve_ahead_to_the_end(bpy, kernel_calls)
     assert len(turns) == 40 and max(turns) == 1, turns  # one frame a turn: frames 2..40 and the loop back to 1
     assert np.array_equal(joints_of(rig), held) and solver.summary == summary and scene.frame_current == 1
     playbacks = []
     for ahead in (True, False):
         if not ahead:
-            _forget_answers()
+            forget_answers()
             scene.frame_set(40)
             scene.frame_set(1)  # the answer it gave before: the same inputs
             assert np.array_equal(joints_of(rig), held)
@@ -327,6 +322,7 @@ def test_solving_ahead_is_bounded_by_its_frame_count(blender, kernel_calls, monk
     fills stays within the frames a live rig remembers)."""
     from kinema_nodes import evaluator
     from kinema_nodes.core.solve import _frame
+    from kinema_nodes.session import forget_answers
 
     assert evaluator.AHEAD_FRAMES <= _frame.REMEMBERED // 2
     bpy = blender
@@ -335,7 +331,7 @@ def test_solving_ahead_is_bounded_by_its_frame_count(blender, kernel_calls, monk
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 100_000
     bpy.context.view_layer.update()
-    _forget_answers()
+    forget_answers()
     assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) == 12
 
 
@@ -344,6 +340,8 @@ def test_a_duplicated_renamed_rig_keyed_its_own_way_is_solved_ahead_beside_the_o
     loop: the idle turns solve both shots (their own trees, one memory where their inputs agree),
     and playing both runs no kernel call, each tool on its own control (1e-5 m), the two rigs
     apart."""
+    from kinema_nodes.session import forget_answers
+
     from kinema_nodes.blender.edit import rig_solver, rig_tree
 
     bpy = blender
@@ -371,7 +369,7 @@ def test_a_duplicated_renamed_rig_keyed_its_own_way_is_solved_ahead_beside_the_o
     for frame in list(range(1, 41)) * 2:
         scene.frame_set(frame)
     scene.frame_set(1)
-    _forget_answers()
+    forget_answers()
     assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) >= 40
     ran, apart = len(kernel_calls), []
     for frame in range(2, 41):
