@@ -8,7 +8,10 @@ leaves it), then from frame 1:
   CPU ms per frame_set;
 - the same playback after the idle timer's turns (`evaluator.solve_ahead` until done, timed apart:
   the idle time it takes): its kernel calls (0 where every frame was solved ahead), CPU ms per
-  frame_set, and how many frames' joints equal the first playback's to the bit.
+  frame_set, and how many frames' joints equal the first playback's to the bit;
+- then from the last frame, a scrub back to frame 1 with nothing remembered, and the same scrub
+  back after the idle turns (which solve the playback's frames, then the scrub back's): kernel
+  calls, CPU ms per frame_set, frames equal to the bit.
 Writes its section of bench/RESULTS.md.
 
     python bench/bench_solve_ahead.py [--robots a,b,...] [--frames 120] [--no-write]
@@ -77,9 +80,9 @@ def one(bpy, name: str, frames: int) -> dict:
 
     _kernel._frame_form = counted
 
-    def playback():
+    def playback(order=None):
         before, batches, cpu, seen = len(calls), restart_count(), [], []
-        for frame in range(2, frames + 1):
+        for frame in order or range(2, frames + 1):
             c0 = time.thread_time()
             scene.frame_set(frame)
             cpu.append((time.thread_time() - c0) * 1000.0)
@@ -101,14 +104,30 @@ def one(bpy, name: str, frames: int) -> dict:
             turns += 1
         ahead_ms = (time.perf_counter() - c0) * 1000.0
         after = playback()
+        back = range(frames - 1, 0, -1)
+        end = read_joint_values(rig, robot)
+        forget_answers()
+        first_back = playback(back)
+        forget_answers()
+        scene.frame_set(1)
+        scene.frame_set(frames)
+        same_end = bool(np.array_equal(read_joint_values(rig, robot), end))
+        c0 = time.perf_counter()
+        while evaluator.solve_ahead(scene, 4.0):
+            pass
+        back_ms = (time.perf_counter() - c0) * 1000.0
+        after_back = playback(back)
     finally:
         _kernel._frame_form = run
     equal = sum(bool(np.array_equal(a, b)) for a, b in zip(first[3], after[3]))
+    equal_back = sum(bool(np.array_equal(a, b)) for a, b in zip(first_back[3], after_back[3]))
     summary = evaluator.readout_of(tree, solver.name).get("summary") or solver.summary
     return {"robot": name, "dof": robot.dof, "backend": solver.backend, "first_calls": first[0],
             "first_batches": first[1], "first_ms": first[2], "ahead_ms": ahead_ms, "turns": turns,
             "after_calls": after[0], "after_batches": after[1], "after_ms": after[2], "equal": equal,
-            "frames": frames - 1, "same_start": same_start, "summary": summary.split(" (")[0]}
+            "frames": frames - 1, "same_start": same_start, "summary": summary.split(" (")[0],
+            "back_first_calls": first_back[0], "back_first_ms": first_back[2], "back_ahead_ms": back_ms,
+            "back_calls": after_back[0], "back_ms": after_back[2], "equal_back": equal_back, "same_end": same_end}
 
 
 def main() -> int:
@@ -132,12 +151,15 @@ def main() -> int:
         f"Python {platform.python_version()}. Per robot: import, Add IK Target (default solver), the control keyed "
         "along a ±3 cm / ±0.1 rad loop every 10 frames, the loop played twice, then frames 2.. played from frame 1 "
         "with nothing remembered (first playback) and again after the idle timer's turns (`solve_ahead`, 4 ms a "
-        "turn, until done). Kernel calls = the compiled frame call's runs during the playback; CPU ms = median "
-        "thread CPU per frame_set; same bits = frames whose joints equal the first playback's exactly.",
+        "turn, until done); then from the last frame a scrub back to frame 1, with nothing remembered and again "
+        "after the idle turns (which solve the playback's frames, then the scrub back's). Kernel calls = the "
+        "compiled frame call's runs during the playback or scrub; CPU ms = median thread CPU per frame_set; same "
+        "bits = frames whose joints equal the first playback's (scrub's) exactly.",
         "",
         "| robot | dof | solver | first playback: kernel calls / restart batches / ms | solving ahead: ms (turns) | "
-        "after it: kernel calls / restart batches / ms | same bits | last readout |",
-        "|---|---|---|---|---|---|---|---|",
+        "after it: kernel calls / restart batches / ms | same bits | first scrub back: kernel calls / ms | "
+        "solving ahead and behind: ms | scrub back after it: kernel calls / ms | same bits | last readout |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     failed = 0
     for name in args.robots.split(","):
@@ -145,11 +167,13 @@ def main() -> int:
             r = one(bpy, name, args.frames)
         except Exception as exc:  # noqa: BLE001 -- one robot's failure is its row, the others still run
             failed += 1
-            row = f"| {name} | | | failed: {type(exc).__name__}: {exc} | | | | |"
+            row = f"| {name} | | | failed: {type(exc).__name__}: {exc} | | | | | | | | |"
         else:
             row = (f"| {r['robot']} | {r['dof']} | {r['backend']} | {r['first_calls']} / {r['first_batches']} / "
                    f"{r['first_ms']:.3f} | {r['ahead_ms']:.1f} ({r['turns']}) | {r['after_calls']} / {r['after_batches']} / "
                    f"{r['after_ms']:.3f} | {r['equal']}/{r['frames']}{'' if r['same_start'] else ' (frame 1 differed)'} | "
+                   f"{r['back_first_calls']} / {r['back_first_ms']:.3f} | {r['back_ahead_ms']:.1f} | {r['back_calls']} / "
+                   f"{r['back_ms']:.3f} | {r['equal_back']}/{r['frames']}{'' if r['same_end'] else ' (last frame differed)'} | "
                    f"{r['summary']} |")
         print(row, flush=True)
         lines.append(row)

@@ -565,14 +565,15 @@ class FastFrame:
 
     def ahead(self, tree, state: TreeState, step, solver, rig, span: tuple, deadline: float) -> bool:
         """Solve, until `deadline` (perf_counter s; one frame at least), the next frames a playback
-        from the current one will show, into the live rig's memory of answers (core/solve/_frame.py):
-        each from the channels the frame before leaves the rig holding, as the playback's own
-        frames will be (`LiveRig.holding`), so each of those frames finds its exact inputs
-        remembered and solves nothing. Only frames the pre route answers (every control a keyed bone of the
+        from the current one will show, then those a scrub back from it will show, into the live
+        rig's memory of answers (core/solve/_frame.py): each from the channels the frame before
+        it in that order leaves the rig holding, as the playback's or the scrub's own frames will
+        be (`LiveRig.holding`), so each of those frames finds its exact inputs remembered and
+        solves nothing. Only frames the pre route answers (every control a keyed bone of the
         rig, `_keyed`); the rig, the readout and the budget are left alone. `span`: (current
-        frame, first, last frame played: a playback wraps from last to first). A cursor per
-        Solver keeps the place, started again after any edit (the generation) or another span.
-        Returns True while frames are left."""
+        frame, first, last frame played: a playback wraps from last to first; a scrub back stops
+        at the first). A cursor per Solver keeps the place of both, started again after any edit
+        (the generation) or another span. Returns True while frames are left."""
         robot, bones = step.robot, rig.pose.bones
         io = live_rig(rig, robot, bones)
         if io is None or tree.animation_data is not None:
@@ -582,29 +583,40 @@ class FastFrame:
         cursor = state.ahead.get(step.node)
         if cursor is None or cursor[0] != where:
             io.read(bones)
-            cursor = state.ahead[step.node] = [where, now, io.held.copy(), min(AHEAD_FRAMES, last - first + 1)]
-        _, frame, held, left = cursor
-        nodes, clock = tree.nodes, time.perf_counter
-        while left > 0:  # one frame at least, whatever the deadline: each turn moves on
+            held = io.held.copy()
+            # [direction, frame, what the rig holds after it, frames left]: a playback, then a scrub back
+            cursor = state.ahead[step.node] = [where, [1, now, held, min(AHEAD_FRAMES, last - first + 1)],
+                                               [-1, now, held, max(0, min(AHEAD_BACK_FRAMES, now - first))]]
+        clock, solved = time.perf_counter, False
+        for chain in cursor[1:]:
+            while chain[3] > 0 and not (solved and clock() >= deadline):  # one frame at least: each turn moves on
+                self._ahead_one(chain, tree.nodes, rig, io, robot, solver, first, last)
+                solved = True
+        return cursor[1][3] > 0 or cursor[2][3] > 0
+
+    def _ahead_one(self, chain: list, nodes, rig, io, robot, solver, first: int, last: int) -> None:
+        """The next frame of a solving-ahead chain (`ahead`), its answer remembered; a frame the
+        pre route would not answer (another route: the frames after it start from its answer)
+        or that is refused ends the chain."""
+        direction, frame, held, left = chain
+        if direction > 0:
             frame = frame + 1 if first <= frame + 1 <= last else first
-            keyed = self._keyed(nodes, rig, io, robot, frame)
-            start = io.start(held)
-            if keyed is None or not self.links.issuperset(keyed[0]) or not math.isfinite(sum(start.tolist())) or (
-                    self.options.avoid is not None and carried_by(rig, frame)):
-                left = 0  # that frame's playback takes another route: the frames after it start from its answer
-                break
-            links, _, goals, _ = keyed
-            try:
-                solved = self._prepared(robot, links).solve(*_goal_arrays(goals), start, whole_posture(solver, robot, frame, start))
-                held = io.holding(np.asarray(solved.joints, dtype=float)).copy()
-            except KinemaError:
-                left = 0
-                break
-            left -= 1
-            if clock() >= deadline:
-                break
-        cursor[1:] = frame, held, left
-        return left > 0
+        else:
+            frame -= 1
+        keyed = self._keyed(nodes, rig, io, robot, frame)
+        start = io.start(held)
+        if keyed is None or not self.links.issuperset(keyed[0]) or not math.isfinite(sum(start.tolist())) or (
+                self.options.avoid is not None and carried_by(rig, frame)):
+            chain[3] = 0
+            return
+        links, _, goals, _ = keyed
+        try:
+            solved = self._prepared(robot, links).solve(*_goal_arrays(goals), start, whole_posture(solver, robot, frame, start))
+            held = io.holding(np.asarray(solved.joints, dtype=float)).copy()
+        except KinemaError:
+            chain[3] = 0
+            return
+        chain[1:] = frame, held, left - 1
 
 
 def _goal_arrays(goals) -> tuple:
@@ -823,14 +835,16 @@ def run_pre(scene) -> None:
         SESSION.running = False
 
 
-#: The most frames a live rig solves ahead of the current one (`solve_ahead`): well within the
-#: frame answers it remembers (core/solve/_frame.py REMEMBERED), a playback's loop back included.
-AHEAD_FRAMES = 1000
+#: The most frames a live rig solves ahead of the current one for a playback, and behind it for a
+#: scrub back (`solve_ahead`): together well within the frame answers it remembers
+#: (core/solve/_frame.py REMEMBERED), a playback's loop back included.
+AHEAD_FRAMES, AHEAD_BACK_FRAMES = 1000, 500
 
 
 def solve_ahead(scene, slice_ms: float) -> bool:
     """While Blender is idle (blender/handlers.py's timer): let each live plain step solve the
-    frames a playback from the current frame will show (`FastFrame.ahead`), for at most about
+    frames a playback from the current frame, then a scrub back from it, will show
+    (`FastFrame.ahead`), for at most about
     `slice_ms` (a frame already begun finishes: one frame's solve is bounded by its budget), so
     that a first playback after an edit answers from memory, as a looped one does (#33). Returns
     True while frames are left."""

@@ -277,6 +277,47 @@ def test_frames_solved_ahead_while_idle_play_back_from_memory_with_the_answers_o
     assert np.abs(gap).max() < 1e-5 and solver.summary.startswith("converged"), solver.summary
 
 
+def test_a_scrub_back_after_idle_plays_from_memory_with_the_answers_of_a_first_scrub_back(blender, kernel_calls):
+    """Idle at the last frame, the live rig solves the frames a playback will show (wrapping to
+    the first), then those a scrub back to the first frame will show, each from what the frame
+    after it leaves the rig holding. Scrubbing back then runs the kernel for none of its frames,
+    and its joints are, to the bit, those of the same scrub back with nothing solved ahead
+    (which runs the kernel every frame)."""
+    from kinema_nodes.session import forget_answers
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    for frame in list(range(1, 41)) * 2:
+        scene.frame_set(frame)
+    held, summary = joints_of(rig), solver.summary
+    forget_answers()
+    turns = _solve_ahead_to_the_end(bpy, kernel_calls)
+    # one frame a turn: the playback's 1..40 (wrapping from 40), then the scrub back's 39..1
+    assert len(turns) == 40 + 39 and max(turns) == 1, turns
+    assert np.array_equal(joints_of(rig), held) and solver.summary == summary and scene.frame_current == 40
+    scrubs = []
+    for ahead in (True, False):
+        if not ahead:
+            forget_answers()
+            scene.frame_set(1)
+            scene.frame_set(40)  # the answer it gave before: the same inputs
+            assert np.array_equal(joints_of(rig), held)
+        ran, seen = len(kernel_calls), []
+        for frame in range(39, 0, -1):
+            scene.frame_set(frame)
+            seen.append(joints_of(rig))
+        scrubs.append((len(kernel_calls) - ran, seen))
+    (ahead_calls, ahead_seen), (plain_calls, plain_seen) = scrubs
+    assert ahead_calls == 0 and plain_calls >= 39, (ahead_calls, plain_calls)
+    for a, b in zip(ahead_seen, plain_seen):
+        assert np.array_equal(a, b)
+    bones = rig.pose.bones
+    gap = np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]
+    assert np.abs(gap).max() < 1e-5 and solver.summary.startswith("converged"), solver.summary
+
+
 def test_solving_ahead_waits_for_idle_starts_again_after_an_edit_and_leaves_other_controls_alone(blender, kernel_calls):
     """The idle timer's turn solves nothing in the turn after an edit (a drag going on), then
     solves; an edited key starts the frames ahead again from the edit; a control a constraint
@@ -318,21 +359,28 @@ def test_solving_ahead_waits_for_idle_starts_again_after_an_edit_and_leaves_othe
 
 
 def test_solving_ahead_is_bounded_by_its_frame_count(blender, kernel_calls, monkeypatch):
-    """A shot longer than `AHEAD_FRAMES` is solved ahead that far and no further (the memory it
-    fills stays within the frames a live rig remembers)."""
+    """A shot longer than `AHEAD_FRAMES` is solved ahead that far and no further, and behind the
+    current frame `AHEAD_BACK_FRAMES` and no further (the memory both fill stays within the
+    frames a live rig remembers)."""
     from kinema_nodes import evaluator
     from kinema_nodes.core.solve import _frame
     from kinema_nodes.session import forget_answers
 
     assert evaluator.AHEAD_FRAMES <= _frame.REMEMBERED // 2
+    assert evaluator.AHEAD_FRAMES + evaluator.AHEAD_BACK_FRAMES <= 3 * _frame.REMEMBERED // 4
     bpy = blender
     monkeypatch.setattr(evaluator, "AHEAD_FRAMES", 12)
+    monkeypatch.setattr(evaluator, "AHEAD_BACK_FRAMES", 7)
     rig, tree, target, solver = _panda_with_keyed_control(bpy)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 100_000
     bpy.context.view_layer.update()
     forget_answers()
-    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) == 12
+    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) == 12  # at the first frame: nothing behind
+    scene.frame_set(30)  # among the keys (every frame's goal its own): 31..42 ahead, 29..23 behind
+    bpy.context.view_layer.update()
+    forget_answers()
+    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) == 12 + 7
 
 
 def test_a_duplicated_renamed_rig_keyed_its_own_way_is_solved_ahead_beside_the_original(blender, kernel_calls):
