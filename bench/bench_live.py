@@ -470,6 +470,11 @@ def plain_floor(bpy, frames, passes=4, block=25):
         elif mode != "none, no add-on handlers":
             pre.extend(ours_pre)
             post.extend(ours_post)
+        # The depsgraph update a user's toggle brings (an edit: the generation moves on). Without
+        # it, the IK constraint muted between two frame changes left the control's evaluated pose
+        # off its F-curves for a frame; two such frames at one generation leave the control to
+        # the post route until the next edit (keyed_controls.mispredicted), and "essential" fails.
+        bpy.context.view_layer.update()
 
     try:
         for _ in range(passes):
