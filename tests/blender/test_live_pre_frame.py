@@ -236,45 +236,60 @@ def _solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=0.0):
     raise AssertionError("solving ahead never ends")
 
 
+def _ahead_then_from_nothing(bpy, kernel_calls, idle_at: int, elsewhere: int, frames):
+    """A 40-frame keyed Panda looped twice, then at frame `idle_at`: the idle turns until done
+    (the rig, its readout and the frame must be left as they were), `frames` played, then the
+    same `frames` with nothing remembered, entered at `idle_at` again from `elsewhere` (the
+    answer it gave before: the same inputs). Returns (the turns' kernel calls, [(kernel calls,
+    joints per frame)] after solving ahead and from nothing, rig, target, solver)."""
+    from kinema_nodes.session import forget_answers
+
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    for frame in list(range(1, 41)) * 2:  # a loop first: each frame then entered as every loop enters it
+        scene.frame_set(frame)
+    scene.frame_set(idle_at)
+    held, summary = joints_of(rig), solver.summary
+    forget_answers()
+    turns = _solve_ahead_to_the_end(bpy, kernel_calls)
+    assert np.array_equal(joints_of(rig), held) and solver.summary == summary and scene.frame_current == idle_at
+    passes = []
+    for ahead in (True, False):
+        if not ahead:
+            forget_answers()
+            scene.frame_set(elsewhere)
+            scene.frame_set(idle_at)
+            assert np.array_equal(joints_of(rig), held)
+        ran, seen = len(kernel_calls), []
+        for frame in frames:
+            scene.frame_set(frame)
+            seen.append(joints_of(rig))
+        passes.append((len(kernel_calls) - ran, seen))
+    return turns, passes, rig, target, solver
+
+
+def _same_answers_and_on_target(passes, rig, target, solver, count: int) -> None:
+    """No kernel call after solving ahead, one a frame from nothing, the same joints to the bit,
+    and the tool on its control (1e-5 m) at the end."""
+    (ahead_calls, ahead_seen), (plain_calls, plain_seen) = passes
+    assert ahead_calls == 0 and plain_calls >= count, (ahead_calls, plain_calls)
+    for a, b in zip(ahead_seen, plain_seen):
+        assert np.array_equal(a, b)
+    bones = rig.pose.bones
+    gap = np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]
+    assert np.abs(gap).max() < 1e-5 and solver.summary.startswith("converged"), solver.summary
+
+
 def test_frames_solved_ahead_while_idle_play_back_from_memory_with_the_answers_of_a_first_playback(blender, kernel_calls):
     """Idle at frame 1, the live rig solves the frames a playback will show (`solve_ahead`, a
     frame a turn with no time slice), each from what the frame before leaves the rig holding:
     the rig, its readout and the frame are left as they were. The playback then runs the kernel
     for none of its frames, and its joints are, to the bit, those of the same playback with
     nothing solved ahead (which runs the kernel every frame)."""
-    from kinema_nodes.session import forget_answers
-
-    bpy = blender
-    rig, tree, target, solver = _panda_with_keyed_control(bpy)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 40
-    for frame in list(range(1, 41)) * 2:  # a loop first: frame 1 is then entered as every loop enters it
-        scene.frame_set(frame)
-    scene.frame_set(1)
-    held, summary = joints_of(rig), solver.summary
-    forget_answers()
-    turns = _solve_ahead_to_the_end(bpy, kernel_calls)
+    turns, passes, rig, target, solver = _ahead_then_from_nothing(blender, kernel_calls, 1, 40, range(2, 41))
     assert len(turns) == 40 and max(turns) == 1, turns  # one frame a turn: frames 2..40 and the loop back to 1
-    assert np.array_equal(joints_of(rig), held) and solver.summary == summary and scene.frame_current == 1
-    playbacks = []
-    for ahead in (True, False):
-        if not ahead:
-            forget_answers()
-            scene.frame_set(40)
-            scene.frame_set(1)  # the answer it gave before: the same inputs
-            assert np.array_equal(joints_of(rig), held)
-        ran, seen = len(kernel_calls), []
-        for frame in range(2, 41):
-            scene.frame_set(frame)
-            seen.append(joints_of(rig))
-        playbacks.append((len(kernel_calls) - ran, seen))
-    (ahead_calls, ahead_seen), (plain_calls, plain_seen) = playbacks
-    assert ahead_calls == 0 and plain_calls >= 39, (ahead_calls, plain_calls)
-    for a, b in zip(ahead_seen, plain_seen):
-        assert np.array_equal(a, b)
-    bones = rig.pose.bones
-    gap = np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]
-    assert np.abs(gap).max() < 1e-5 and solver.summary.startswith("converged"), solver.summary
+    _same_answers_and_on_target(passes, rig, target, solver, 39)
 
 
 def test_a_scrub_back_after_idle_plays_from_memory_with_the_answers_of_a_first_scrub_back(blender, kernel_calls):
@@ -283,39 +298,10 @@ def test_a_scrub_back_after_idle_plays_from_memory_with_the_answers_of_a_first_s
     after it leaves the rig holding. Scrubbing back then runs the kernel for none of its frames,
     and its joints are, to the bit, those of the same scrub back with nothing solved ahead
     (which runs the kernel every frame)."""
-    from kinema_nodes.session import forget_answers
-
-    bpy = blender
-    rig, tree, target, solver = _panda_with_keyed_control(bpy)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 40
-    for frame in list(range(1, 41)) * 2:
-        scene.frame_set(frame)
-    held, summary = joints_of(rig), solver.summary
-    forget_answers()
-    turns = _solve_ahead_to_the_end(bpy, kernel_calls)
+    turns, passes, rig, target, solver = _ahead_then_from_nothing(blender, kernel_calls, 40, 1, range(39, 0, -1))
     # one frame a turn: the playback's 1..40 (wrapping from 40), then the scrub back's 39..1
     assert len(turns) == 40 + 39 and max(turns) == 1, turns
-    assert np.array_equal(joints_of(rig), held) and solver.summary == summary and scene.frame_current == 40
-    scrubs = []
-    for ahead in (True, False):
-        if not ahead:
-            forget_answers()
-            scene.frame_set(1)
-            scene.frame_set(40)  # the answer it gave before: the same inputs
-            assert np.array_equal(joints_of(rig), held)
-        ran, seen = len(kernel_calls), []
-        for frame in range(39, 0, -1):
-            scene.frame_set(frame)
-            seen.append(joints_of(rig))
-        scrubs.append((len(kernel_calls) - ran, seen))
-    (ahead_calls, ahead_seen), (plain_calls, plain_seen) = scrubs
-    assert ahead_calls == 0 and plain_calls >= 39, (ahead_calls, plain_calls)
-    for a, b in zip(ahead_seen, plain_seen):
-        assert np.array_equal(a, b)
-    bones = rig.pose.bones
-    gap = np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]
-    assert np.abs(gap).max() < 1e-5 and solver.summary.startswith("converged"), solver.summary
+    _same_answers_and_on_target(passes, rig, target, solver, 39)
 
 
 def test_solving_ahead_waits_for_idle_starts_again_after_an_edit_and_leaves_other_controls_alone(blender, kernel_calls):
