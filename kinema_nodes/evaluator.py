@@ -22,10 +22,10 @@ from .blender.path_moves import tool_goal
 from .blender.postures import frame_posture, whole_posture
 from .blender.rig import live_rig
 from .core.errors import KinemaError
-from .core.lru import LRU
 from .core.graph.program import FrameInputs, Program, StepResult, bone_goal, compile_program, pose_to_target, summarise
 from .core.graph.registry import GROUP_IDNAME, TREE_IDNAME, kind_of
 from .core.graph.spec import GraphSpec
+from .core.lru import LRU
 from .core.solve import TRACKING_NOTE
 from .session import PREPARED_KEPT, SESSION, TreeState, changed_outside, compiled_program, mark_dirty, readout, readout_of, resume
 
@@ -844,10 +844,9 @@ AHEAD_FRAMES, AHEAD_BACK_FRAMES = 1000, 500
 def solve_ahead(scene, slice_ms: float) -> bool:
     """While Blender is idle (blender/handlers.py's timer): let each live plain step solve the
     frames a playback from the current frame, then a scrub back from it, will show
-    (`FastFrame.ahead`), for at most about
-    `slice_ms` (a frame already begun finishes: one frame's solve is bounded by its budget), so
-    that a first playback after an edit answers from memory, as a looped one does (#33). Returns
-    True while frames are left."""
+    (`FastFrame.ahead`), for at most about `slice_ms` (a frame already begun finishes: one
+    frame's solve is bounded by its budget), so that a first playback or scrub back after an
+    edit answers from memory, as a looped one does (#33). Returns True while frames are left."""
     if SESSION.running or not SOLVE_BEFORE_EVALUATION or scene is None:
         return False
     deadline = time.perf_counter() + slice_ms / 1000.0

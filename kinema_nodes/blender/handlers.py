@@ -62,9 +62,8 @@ AHEAD_EVERY_S, AHEAD_AGAIN_S, AHEAD_SLICE_MS = 0.1, 0.02, 4.0
 def solve_ahead_tick():
     """The persistent timer (main thread; the bpy module fires none): while no window plays the
     animation and no render runs, each live rig solves the frames a playback from the current
-    frame, then a scrub back from it, will show (`evaluator.solve_ahead`), a slice at a time; never
-    with Preferences' *Solve
-    Ahead While Idle* off."""
+    frame, then a scrub back from it, will show (`evaluator.solve_ahead`), a slice at a time;
+    never with Preferences' *Solve Ahead While Idle* off."""
     from .plan_jobs import animation_playing
 
     try:
