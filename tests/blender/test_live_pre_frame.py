@@ -304,6 +304,51 @@ def test_a_scrub_back_after_idle_plays_from_memory_with_the_answers_of_a_first_s
     _same_answers_and_on_target(passes, rig, target, solver, 39)
 
 
+def test_a_playback_started_at_once_meets_its_frames_solved_between_them(blender, kernel_calls, monkeypatch):
+    """Play pressed right after an edit, nothing solved ahead: the timer's turn right after the
+    edit waits; then its turns between the playback's frames (the thinnest slice: one frame a
+    turn, from the frame shown) solve the frame after the one shown, so from its second frame
+    on the playback runs no kernel call of its own. Its joints are, to the bit, those of the
+    same playback with no turns between its frames (a kernel call every frame)."""
+    from kinema_nodes.blender import handlers, plan_jobs
+    from kinema_nodes.session import forget_answers
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    for frame in list(range(1, 41)) * 2:
+        scene.frame_set(frame)
+    scene.frame_set(1)
+    held = joints_of(rig)
+    monkeypatch.setattr(plan_jobs, "animation_playing", lambda _bpy: True)
+    monkeypatch.setattr(handlers, "PLAYING_SLICE_MS", 0.0)
+    passes = []
+    for turns in (True, False):
+        forget_answers()
+        scene.frame_set(40)
+        scene.frame_set(1)  # the answer it gave before: the same inputs
+        assert np.array_equal(joints_of(rig), held)
+        rig.update_tag()
+        bpy.context.view_layer.update()  # an edit, then play at once
+        ran = len(kernel_calls)
+        assert handlers.solve_ahead_tick() == handlers.AHEAD_EVERY_S and len(kernel_calls) == ran
+        in_frame, seen = [], []
+        for frame in range(2, 41):
+            ran = len(kernel_calls)
+            scene.frame_set(frame)
+            in_frame.append(len(kernel_calls) - ran)
+            seen.append(joints_of(rig))
+            if turns:
+                handlers.solve_ahead_tick()
+        passes.append((in_frame, seen))
+    (ahead, ahead_seen), (plain, plain_seen) = passes
+    assert ahead[0] == 1 and sum(ahead[1:]) == 0, ahead  # only the first frame is the playback's own
+    assert sum(plain) >= 39, plain
+    for a, b in zip(ahead_seen, plain_seen):
+        assert np.array_equal(a, b)
+
+
 def test_solving_ahead_waits_for_idle_starts_again_after_an_edit_and_leaves_other_controls_alone(blender, kernel_calls):
     """The idle timer's turn solves nothing in the turn after an edit (a drag going on), then
     solves; an edited key starts the frames ahead again from the edit; a control a constraint
