@@ -573,31 +573,44 @@ class FastFrame:
         rig, `_keyed`); the rig, the readout and the budget are left alone. `span`: (current
         frame, first, last frame played: a playback wraps from last to first; a scrub back stops
         at the first). A cursor per Solver keeps the place of both, started again after any edit
-        (the generation) or another span. Returns True while frames are left."""
+        (the generation), another range, or a frame the rig did not reach along the playback's
+        chain (a frame that moved along it, as a playback's between the timer's turns, keeps the
+        chains going from where they stand). Returns True while frames are left."""
         robot, bones = step.robot, rig.pose.bones
         io = live_rig(rig, robot, bones)
         if io is None or tree.animation_data is not None:
             return False
         now, first, last = span
-        where = (self.serial, SESSION.generation, span)
-        cursor = state.ahead.get(step.node)
-        if cursor is None or cursor[0] != where:
+        where = (self.serial, SESSION.generation, first, last)
+        cursor, held = state.ahead.get(step.node), None
+        if cursor is not None and cursor[0] == where and cursor[1] != now:
             io.read(bones)
+            held = io.held
+            if cursor[4].get(now) == held.tobytes():  # the rig shows what the playback's chain found here
+                cursor[1] = now
+        if cursor is None or cursor[0] != where or cursor[1] != now:
+            if held is None:
+                io.read(bones)
             held = io.held.copy()
-            # [direction, frame, what the rig holds after it, frames left]: a playback, then a scrub back
-            cursor = state.ahead[step.node] = [where, [1, now, held, min(AHEAD_FRAMES, last - first + 1)],
-                                               [-1, now, held, max(0, min(AHEAD_BACK_FRAMES, now - first))]]
+            # [where, the frame it stands for, then per chain [direction, frame, what the rig holds
+            # after it, frames left]: a playback, then a scrub back; what the playback's chain
+            # leaves the rig holding at each frame]
+            cursor = state.ahead[step.node] = [where, now, [1, now, held, min(AHEAD_FRAMES, last - first + 1)],
+                                               [-1, now, held, max(0, min(AHEAD_BACK_FRAMES, now - first))],
+                                               {now: held.tobytes()}]
         clock, solved = time.perf_counter, False
-        for chain in cursor[1:]:
+        for chain in cursor[2:4]:
+            trail = cursor[4] if chain[0] > 0 else None
             while chain[3] > 0 and not (solved and clock() >= deadline):  # one frame at least: each turn moves on
-                self._ahead_one(chain, tree.nodes, rig, io, robot, solver, first, last)
+                self._ahead_one(chain, trail, tree.nodes, rig, io, robot, solver, first, last)
                 solved = True
-        return cursor[1][3] > 0 or cursor[2][3] > 0
+        return cursor[2][3] > 0 or cursor[3][3] > 0
 
-    def _ahead_one(self, chain: list, nodes, rig, io, robot, solver, first: int, last: int) -> None:
-        """The next frame of a solving-ahead chain (`ahead`), its answer remembered; a frame the
-        pre route would not answer (another route: the frames after it start from its answer)
-        or that is refused ends the chain."""
+    def _ahead_one(self, chain: list, trail: dict | None, nodes, rig, io, robot, solver, first: int, last: int) -> None:
+        """The next frame of a solving-ahead chain (`ahead`), its answer remembered (and in
+        `trail`, what it leaves the rig holding); a frame the pre route would not answer
+        (another route: the frames after it start from its answer) or that is refused ends the
+        chain."""
         direction, frame, held, left = chain
         if direction > 0:
             frame = frame + 1 if first <= frame + 1 <= last else first
@@ -616,6 +629,8 @@ class FastFrame:
         except KinemaError:
             chain[3] = 0
             return
+        if trail is not None:
+            trail[frame] = held.tobytes()
         chain[1:] = frame, held, left - 1
 
 

@@ -29,9 +29,9 @@ class KinemaPreferences(bpy.types.AddonPreferences):
 
     solve_ahead: bpy.props.BoolProperty(
         name="Solve Ahead While Idle",
-        description="While nothing is edited, live rigs solve the frames a playback from the current frame, then a "
-        "scrub back from it, will show (4 ms at a time; 1 ms between a playback's frames), so the first playback or "
-        "scrub back after an edit plays from memory",
+        description="While nothing is edited or played, live rigs solve the frames a playback from the current frame, "
+        "then a scrub back from it, will show (4 ms at a time), so the first playback or scrub back after an edit "
+        "plays from memory",
         default=True,
     )
 

@@ -304,13 +304,14 @@ def test_a_scrub_back_after_idle_plays_from_memory_with_the_answers_of_a_first_s
     _same_answers_and_on_target(passes, rig, target, solver, 39)
 
 
-def test_a_playback_started_at_once_meets_its_frames_solved_between_them(blender, kernel_calls, monkeypatch):
-    """Play pressed right after an edit, nothing solved ahead: the timer's turn right after the
-    edit waits; then its turns between the playback's frames (the thinnest slice: one frame a
-    turn, from the frame shown) solve the frame after the one shown, so from its second frame
-    on the playback runs no kernel call of its own. Its joints are, to the bit, those of the
-    same playback with no turns between its frames (a kernel call every frame)."""
-    from kinema_nodes.blender import handlers, plan_jobs
+def test_idle_turns_between_frames_stepped_forward_carry_on_from_where_the_chains_stand(blender, kernel_calls, monkeypatch):
+    """Frames stepped forward one at a time (the arrow key) with idle turns between: each turn
+    finds the rig showing what the playback's chain found for the new frame, so it carries on
+    from where the chains stand instead of walking them again from the frame shown: once both
+    chains are done (the first turn, with a slice long enough), the turns after each step solve
+    nothing more and the steps run no kernel call. Another range starts them again."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender import handlers
     from kinema_nodes.session import forget_answers
 
     bpy = blender
@@ -319,34 +320,28 @@ def test_a_playback_started_at_once_meets_its_frames_solved_between_them(blender
     scene.frame_start, scene.frame_end = 1, 40
     for frame in list(range(1, 41)) * 2:
         scene.frame_set(frame)
-    scene.frame_set(1)
-    held = joints_of(rig)
-    monkeypatch.setattr(plan_jobs, "animation_playing", lambda _bpy: True)
-    monkeypatch.setattr(handlers, "PLAYING_SLICE_MS", 0.0)
-    passes = []
-    for turns in (True, False):
-        forget_answers()
-        scene.frame_set(40)
-        scene.frame_set(1)  # the answer it gave before: the same inputs
-        assert np.array_equal(joints_of(rig), held)
-        rig.update_tag()
-        bpy.context.view_layer.update()  # an edit, then play at once
-        ran = len(kernel_calls)
-        assert handlers.solve_ahead_tick() == handlers.AHEAD_EVERY_S and len(kernel_calls) == ran
-        in_frame, seen = [], []
-        for frame in range(2, 41):
-            ran = len(kernel_calls)
+    scene.frame_set(20)
+    forget_answers()
+    monkeypatch.setattr(handlers, "AHEAD_SLICE_MS", 10_000.0)
+    steps = []
+    one = evaluator.FastFrame._ahead_one
+    monkeypatch.setattr(evaluator.FastFrame, "_ahead_one", lambda *args: steps.append(1) or one(*args))
+    rig.update_tag()
+    bpy.context.view_layer.update()
+    handlers.solve_ahead_tick()  # the turn right after an edit waits
+    per_turn, ran = [], len(kernel_calls)
+    for frame in range(20, 41):
+        if frame > 20:
             scene.frame_set(frame)
-            in_frame.append(len(kernel_calls) - ran)
-            seen.append(joints_of(rig))
-            if turns:
-                handlers.solve_ahead_tick()
-        passes.append((in_frame, seen))
-    (ahead, ahead_seen), (plain, plain_seen) = passes
-    assert ahead[0] == 1 and sum(ahead[1:]) == 0, ahead  # only the first frame is the playback's own
-    assert sum(plain) >= 39, plain
-    for a, b in zip(ahead_seen, plain_seen):
-        assert np.array_equal(a, b)
+        done = len(steps)
+        handlers.solve_ahead_tick()
+        per_turn.append(len(steps) - done)
+    assert per_turn[0] == 40 + 19 and sum(per_turn[1:]) == 0, per_turn  # 21..40, 1..20 ahead; 19..1 behind
+    assert len(kernel_calls) - ran == 40 + 19, "the steps themselves ran no kernel call"
+    scene.frame_end = 30
+    done = len(steps)
+    handlers.solve_ahead_tick()
+    assert len(steps) > done, "another range starts the chains again"
 
 
 def test_solving_ahead_waits_for_idle_starts_again_after_an_edit_and_leaves_other_controls_alone(blender, kernel_calls):
