@@ -574,8 +574,9 @@ class FastFrame:
         frame, first, last frame played: a playback wraps from last to first; a scrub back stops
         at the first). A cursor per Solver keeps the place of both, started again after any edit
         (the generation), another range, or a frame the rig did not reach along the playback's
-        chain (a frame that moved along it, as a playback's between the timer's turns, keeps the
-        chains going from where they stand). Returns True while frames are left."""
+        chain; a frame that moved along it (stepping forward) keeps the playback's chain going
+        from where it stands and starts the scrub back's from the new frame. Returns True while
+        frames are left."""
         robot, bones = step.robot, rig.pose.bones
         io = live_rig(rig, robot, bones)
         if io is None or tree.animation_data is not None:
@@ -588,6 +589,7 @@ class FastFrame:
             held = io.held
             if cursor[4].get(now) == held.tobytes():  # the rig shows what the playback's chain found here
                 cursor[1] = now
+                cursor[3] = [-1, now, held.copy(), max(0, min(AHEAD_BACK_FRAMES, now - first))]  # a scrub back from here
         if cursor is None or cursor[0] != where or cursor[1] != now:
             if held is None:
                 io.read(bones)

@@ -307,9 +307,10 @@ def test_a_scrub_back_after_idle_plays_from_memory_with_the_answers_of_a_first_s
 def test_idle_turns_between_frames_stepped_forward_carry_on_from_where_the_chains_stand(blender, kernel_calls, monkeypatch):
     """Frames stepped forward one at a time (the arrow key) with idle turns between: each turn
     finds the rig showing what the playback's chain found for the new frame, so it carries on
-    from where the chains stand instead of walking them again from the frame shown: once both
-    chains are done (the first turn, with a slice long enough), the turns after each step solve
-    nothing more and the steps run no kernel call. Another range starts them again."""
+    from where that chain stands instead of walking it again from the frame shown: once it is
+    done (the first turn, with a slice long enough), the turns after each step take no step of
+    it, and the steps run no kernel call; the scrub back's chain starts from each new frame, so
+    a scrub back from the last one plays from memory too. Another range starts them again."""
     from kinema_nodes import evaluator
     from kinema_nodes.blender import handlers
     from kinema_nodes.session import forget_answers
@@ -323,21 +324,28 @@ def test_idle_turns_between_frames_stepped_forward_carry_on_from_where_the_chain
     scene.frame_set(20)
     forget_answers()
     monkeypatch.setattr(handlers, "AHEAD_SLICE_MS", 10_000.0)
-    steps = []
+    steps = []  # the playback's chain's steps (the scrub back's are not counted)
     one = evaluator.FastFrame._ahead_one
-    monkeypatch.setattr(evaluator.FastFrame, "_ahead_one", lambda *args: steps.append(1) or one(*args))
+    monkeypatch.setattr(evaluator.FastFrame, "_ahead_one", lambda self, chain, *args: (
+        chain[0] > 0 and steps.append(1)) or one(self, chain, *args))
     rig.update_tag()
     bpy.context.view_layer.update()
     handlers.solve_ahead_tick()  # the turn right after an edit waits
-    per_turn, ran = [], len(kernel_calls)
+    per_turn, in_steps = [], 0
     for frame in range(20, 41):
         if frame > 20:
+            ran = len(kernel_calls)
             scene.frame_set(frame)
+            in_steps += len(kernel_calls) - ran
         done = len(steps)
         handlers.solve_ahead_tick()
         per_turn.append(len(steps) - done)
-    assert per_turn[0] == 40 + 19 and sum(per_turn[1:]) == 0, per_turn  # 21..40, 1..20 ahead; 19..1 behind
-    assert len(kernel_calls) - ran == 40 + 19, "the steps themselves ran no kernel call"
+    assert per_turn[0] == 40 and sum(per_turn[1:]) == 0, per_turn  # 21..40, 1..20 ahead
+    assert in_steps == 0, "the steps run no kernel call"
+    ran = len(kernel_calls)
+    for frame in range(39, 0, -1):
+        scene.frame_set(frame)
+    assert len(kernel_calls) == ran, "a scrub back from the last step plays from memory"
     scene.frame_end = 30
     done = len(steps)
     handlers.solve_ahead_tick()
