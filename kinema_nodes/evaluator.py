@@ -572,7 +572,7 @@ class FastFrame:
         solves nothing. Only frames the pre route answers (every control a keyed bone of the
         rig, `_keyed`); the rig, the readout and the budget are left alone. `span`: (current
         frame, first, last frame played: a playback wraps from last to first; a scrub back stops
-        at the first). A cursor per Solver keeps the place of both, started again after any edit
+        at the first). An `Ahead` per Solver keeps the place of both, started again after any edit
         (the generation), another range, or a frame the rig did not reach along the playback's
         chain; a frame that moved along it (stepping forward) keeps the playback's chain going
         from where it stands and starts the scrub back's from the new frame. Returns True while
@@ -583,30 +583,22 @@ class FastFrame:
             return False
         now, first, last = span
         where = (self.serial, SESSION.generation, first, last)
-        cursor, held = state.ahead.get(step.node), None
-        if cursor is not None and cursor[0] == where and cursor[1] != now:
+        ahead, held = state.ahead.get(step.node), None
+        if ahead is not None and ahead.where == where and ahead.now != now:
             io.read(bones)
             held = io.held
-            if cursor[4].get(now) == held.tobytes():  # the rig shows what the playback's chain found here
-                cursor[1] = now
-                cursor[3] = [-1, now, held.copy(), max(0, min(AHEAD_BACK_FRAMES, now - first))]  # a scrub back from here
-        if cursor is None or cursor[0] != where or cursor[1] != now:
+            if ahead.trail.get(now) == held.tobytes():  # the rig shows what the playback's chain found here
+                ahead.back_from(now, held.copy(), first)
+        if ahead is None or ahead.where != where or ahead.now != now:
             if held is None:
                 io.read(bones)
-            held = io.held.copy()
-            # [where, the frame it stands for, then per chain [direction, frame, what the rig holds
-            # after it, frames left]: a playback, then a scrub back; what the playback's chain
-            # leaves the rig holding at each frame]
-            cursor = state.ahead[step.node] = [where, now, [1, now, held, min(AHEAD_FRAMES, last - first + 1)],
-                                               [-1, now, held, max(0, min(AHEAD_BACK_FRAMES, now - first))],
-                                               {now: held.tobytes()}]
+            ahead = state.ahead[step.node] = Ahead(where, now, io.held.copy(), first, last)
         clock, solved = time.perf_counter, False
-        for chain in cursor[2:4]:
-            trail = cursor[4] if chain[0] > 0 else None
+        for chain, trail in ((ahead.playback, ahead.trail), (ahead.back, None)):
             while chain[3] > 0 and not (solved and clock() >= deadline):  # one frame at least: each turn moves on
                 self._ahead_one(chain, trail, tree.nodes, rig, io, robot, solver, first, last)
                 solved = True
-        return cursor[2][3] > 0 or cursor[3][3] > 0
+        return ahead.playback[3] > 0 or ahead.back[3] > 0
 
     def _ahead_one(self, chain: list, trail: dict | None, nodes, rig, io, robot, solver, first: int, last: int) -> None:
         """The next frame of a solving-ahead chain (`ahead`), its answer remembered (and in
@@ -634,6 +626,26 @@ class FastFrame:
         if trail is not None:
             trail[frame] = held.tobytes()
         chain[1:] = frame, held, left - 1
+
+
+class Ahead:
+    """Where a Solver's frames solved ahead stand (`FastFrame.ahead`; `TreeState.ahead`): made
+    for `where` (fast frame, generation, first and last frame), standing at frame `now`; two
+    chains, each [direction, frame, what the rig holds after it, frames left]: the playback's,
+    then the scrub back's; and `trail`, what the playback's chain leaves the rig holding at each
+    frame it solved."""
+
+    __slots__ = ("where", "now", "playback", "back", "trail")
+
+    def __init__(self, where: tuple, now: int, held: np.ndarray, first: int, last: int):
+        self.where, self.trail = where, {now: held.tobytes()}
+        self.playback = [1, now, held, min(AHEAD_FRAMES, last - first + 1)]
+        self.back_from(now, held, first)
+
+    def back_from(self, now: int, held: np.ndarray, first: int) -> None:
+        """Stand at frame `now`, the rig holding `held`: the scrub back's chain starts from it."""
+        self.now = now
+        self.back = [-1, now, held, max(0, min(AHEAD_BACK_FRAMES, now - first))]
 
 
 def _goal_arrays(goals) -> tuple:

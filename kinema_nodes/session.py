@@ -42,7 +42,7 @@ class TreeState:
         self.off_shown: dict = {}  # solver path -> (program, generation) whose Off readout is shown
         self.slow_frames: dict[str, int] = {}  # solver path -> ordinary frames in a row over budget
         self.asked: dict[str, tuple] = {}  # solver path -> (solver, links) of its last solve: a switch is a one-off
-        self.ahead: dict[str, list] = {}  # solver path -> where its frames solved ahead stand (`FastFrame.ahead`)
+        self.ahead: dict = {}  # solver path -> where its frames solved ahead stand (evaluator's `Ahead`)
 
     def compiled(self, spec, program) -> None:
         """The tree compiled to `program`: what was checked or bound for the last one goes."""
