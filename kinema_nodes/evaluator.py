@@ -587,65 +587,85 @@ class FastFrame:
         if ahead is not None and ahead.where == where and ahead.now != now:
             io.read(bones)
             held = io.held
-            if ahead.trail.get(now) == held.tobytes():  # the rig shows what the playback's chain found here
-                ahead.back_from(now, held.copy(), first)
+            if ahead.playback.trail.get(now) == held.tobytes():  # the rig shows what the playback's chain found here
+                ahead.back_from(now, held.copy())
         if ahead is None or ahead.where != where or ahead.now != now:
             if held is None:
                 io.read(bones)
             ahead = state.ahead[step.node] = Ahead(where, now, io.held.copy(), first, last)
         clock, solved = time.perf_counter, False
-        for chain, trail in ((ahead.playback, ahead.trail), (ahead.back, None)):
-            while chain[3] > 0 and not (solved and clock() >= deadline):  # one frame at least: each turn moves on
-                self._ahead_one(chain, trail, tree.nodes, rig, io, robot, solver, first, last)
+        for chain in (ahead.playback, ahead.back):
+            while chain.left > 0 and not (solved and clock() >= deadline):  # one frame at least: each turn moves on
+                self._ahead_one(chain, tree.nodes, rig, io, robot, solver)
                 solved = True
-        return ahead.playback[3] > 0 or ahead.back[3] > 0
+        return ahead.left()
 
-    def _ahead_one(self, chain: list, trail: dict | None, nodes, rig, io, robot, solver, first: int, last: int) -> None:
-        """The next frame of a solving-ahead chain (`ahead`), its answer remembered (and in
-        `trail`, what it leaves the rig holding); a frame the pre route would not answer
-        (another route: the frames after it start from its answer) or that is refused ends the
-        chain."""
-        direction, frame, held, left = chain
-        if direction > 0:
-            frame = frame + 1 if first <= frame + 1 <= last else first
-        else:
-            frame -= 1
+    def _ahead_one(self, chain: Chain, nodes, rig, io, robot, solver) -> None:
+        """The next frame of a solving-ahead chain (`ahead`), its answer remembered; a frame the
+        pre route would not answer (another route: the frames after it start from its answer) or
+        that is refused ends the chain."""
+        frame = chain.next_frame()
         keyed = self._keyed(nodes, rig, io, robot, frame)
-        start = io.start(held)
+        start = io.start(chain.held)
         if keyed is None or not self.links.issuperset(keyed[0]) or not math.isfinite(sum(start.tolist())) or (
                 self.options.avoid is not None and carried_by(rig, frame)):
-            chain[3] = 0
+            chain.left = 0
             return
         links, _, goals, _ = keyed
         try:
             solved = self._prepared(robot, links).solve(*_goal_arrays(goals), start, whole_posture(solver, robot, frame, start))
             held = io.holding(np.asarray(solved.joints, dtype=float)).copy()
         except KinemaError:
-            chain[3] = 0
+            chain.left = 0
             return
-        if trail is not None:
-            trail[frame] = held.tobytes()
-        chain[1:] = frame, held, left - 1
+        chain.moved_to(frame, held)
+
+
+class Chain:
+    """One chain of frames solved ahead (`FastFrame.ahead`): from `frame`, the rig holding `held`
+    after it, `left` frames more, one way: a playback's (`direction` 1, wrapping from `last` to
+    `first`) or a scrub back's (-1, stopping at `first`). `trail`, a playback's only: what the
+    chain leaves the rig holding at each frame it solved."""
+
+    __slots__ = ("direction", "frame", "held", "left", "first", "last", "trail")
+
+    def __init__(self, direction: int, frame: int, held: np.ndarray, left: int, first: int, last: int, trail=None):
+        self.direction, self.frame, self.held, self.left = direction, frame, held, left
+        self.first, self.last, self.trail = first, last, trail
+
+    def next_frame(self) -> int:
+        if self.direction < 0:
+            return self.frame - 1
+        return self.frame + 1 if self.first <= self.frame + 1 <= self.last else self.first
+
+    def moved_to(self, frame: int, held: np.ndarray) -> None:
+        """The chain solved `frame`, which leaves the rig holding `held`."""
+        if self.trail is not None:
+            self.trail[frame] = held.tobytes()
+        self.frame, self.held, self.left = frame, held, self.left - 1
 
 
 class Ahead:
     """Where a Solver's frames solved ahead stand (`FastFrame.ahead`; `TreeState.ahead`): made
     for `where` (fast frame, generation, first and last frame), standing at frame `now`; two
-    chains, each [direction, frame, what the rig holds after it, frames left]: the playback's,
-    then the scrub back's; and `trail`, what the playback's chain leaves the rig holding at each
-    frame it solved."""
+    `Chain`s: the playback's, then the scrub back's."""
 
-    __slots__ = ("where", "now", "playback", "back", "trail")
+    __slots__ = ("where", "now", "playback", "back")
 
     def __init__(self, where: tuple, now: int, held: np.ndarray, first: int, last: int):
-        self.where, self.trail = where, {now: held.tobytes()}
-        self.playback = [1, now, held, min(AHEAD_FRAMES, last - first + 1)]
-        self.back_from(now, held, first)
+        self.where = where
+        self.playback = Chain(1, now, held, min(AHEAD_FRAMES, last - first + 1), first, last, {now: held.tobytes()})
+        self.back_from(now, held)
 
-    def back_from(self, now: int, held: np.ndarray, first: int) -> None:
+    def back_from(self, now: int, held: np.ndarray) -> None:
         """Stand at frame `now`, the rig holding `held`: the scrub back's chain starts from it."""
+        first = self.playback.first
         self.now = now
-        self.back = [-1, now, held, max(0, min(AHEAD_BACK_FRAMES, now - first))]
+        self.back = Chain(-1, now, held, max(0, min(AHEAD_BACK_FRAMES, now - first)), first, self.playback.last)
+
+    def left(self) -> bool:
+        """Whether either chain has frames left."""
+        return self.playback.left > 0 or self.back.left > 0
 
 
 def _goal_arrays(goals) -> tuple:

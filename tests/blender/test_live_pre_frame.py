@@ -327,7 +327,7 @@ def test_idle_turns_between_frames_stepped_forward_carry_on_from_where_the_chain
     steps = []  # the playback's chain's steps (the scrub back's are not counted)
     one = evaluator.FastFrame._ahead_one
     monkeypatch.setattr(evaluator.FastFrame, "_ahead_one", lambda self, chain, *args: (
-        chain[0] > 0 and steps.append(1)) or one(self, chain, *args))
+        chain.direction > 0 and steps.append(1)) or one(self, chain, *args))
     rig.update_tag()
     bpy.context.view_layer.update()
     handlers.solve_ahead_tick()  # the turn right after an edit waits
