@@ -573,25 +573,24 @@ class FastFrame:
         rig, `_keyed`); the rig, the readout and the budget are left alone. `span`: (current
         frame, first, last frame played: a playback wraps from last to first; a scrub back stops
         at the first). An `Ahead` per Solver keeps the place of both, started again after any edit
-        (the generation), another range, or a frame the rig did not reach along the playback's
-        chain; a frame that moved along it (stepping forward) keeps the playback's chain going
-        from where it stands and starts the scrub back's from the new frame. Returns True while
-        frames are left."""
+        (the generation), another range, a frame the rig did not reach along the playback's
+        chain, or the rig holding other values at the frame the chains started from (a playback
+        stopped and returned to its first frame, where the answer's last bits depend on the frame
+        it came from); a frame that moved along it (stepping forward) keeps the playback's chain
+        going from where it stands and starts the scrub back's from the new frame. Returns True
+        while frames are left."""
         robot, bones = step.robot, rig.pose.bones
         io = live_rig(rig, robot, bones)
         if io is None or tree.animation_data is not None:
             return False
         now, first, last = span
         where = (self.serial, SESSION.generation, first, last)
-        ahead, held = state.ahead.get(step.node), None
-        if ahead is not None and ahead.where == where and ahead.now != now:
-            io.read(bones)
-            held = io.held
-            if ahead.playback.trail.get(now) == held.tobytes():  # the rig shows what the playback's chain found here
-                ahead.back_from(now, held.copy())
-        if ahead is None or ahead.where != where or ahead.now != now:
-            if held is None:
-                io.read(bones)
+        ahead = state.ahead.get(step.node)
+        io.read(bones)
+        shown = io.held.tobytes()
+        if ahead is not None and ahead.where == where and ahead.now != now and ahead.playback.trail.get(now) == shown:
+            ahead.back_from(now, io.held.copy())  # the rig shows what the playback's chain found here
+        if ahead is None or ahead.where != where or ahead.now != now or ahead.origin != shown:
             ahead = state.ahead[step.node] = Ahead(where, now, io.held.copy(), first, last)
         clock, solved = time.perf_counter, False
         for chain in (ahead.playback, ahead.back):
@@ -647,10 +646,10 @@ class Chain:
 
 class Ahead:
     """Where a Solver's frames solved ahead stand (`FastFrame.ahead`; `TreeState.ahead`): made
-    for `where` (fast frame, generation, first and last frame), standing at frame `now`; two
-    `Chain`s: the playback's, then the scrub back's."""
+    for `where` (fast frame, generation, first and last frame), standing at frame `now` with the
+    rig holding `origin` (bytes); two `Chain`s: the playback's, then the scrub back's."""
 
-    __slots__ = ("where", "now", "playback", "back")
+    __slots__ = ("where", "now", "origin", "playback", "back")
 
     def __init__(self, where: tuple, now: int, held: np.ndarray, first: int, last: int):
         self.where = where
@@ -660,7 +659,7 @@ class Ahead:
     def back_from(self, now: int, held: np.ndarray) -> None:
         """Stand at frame `now`, the rig holding `held`: the scrub back's chain starts from it."""
         first = self.playback.first
-        self.now = now
+        self.now, self.origin = now, held.tobytes()
         self.back = Chain(-1, now, held, max(0, min(AHEAD_BACK_FRAMES, now - first)), first, self.playback.last)
 
     def left(self) -> bool:
@@ -895,8 +894,12 @@ def solve_ahead(scene, slice_ms: float) -> bool:
     frames a playback from the current frame, then a scrub back from it, will show
     (`FastFrame.ahead`), for at most about `slice_ms` (a frame already begun finishes: one
     frame's solve is bounded by its budget), so that a first playback or scrub back after an
-    edit answers from memory, as a looped one does (#33). Returns True while frames are left."""
-    if SESSION.running or not SOLVE_BEFORE_EVALUATION or scene is None:
+    edit answers from memory, as a looped one does (#33). Returns True while frames are left.
+    Nothing while a solver compiles in the background: its frames are answered meanwhile by the
+    fallback, not by the route the playback after the compile takes (a first playback after idle
+    then solved every frame again: example-robot-data's Kinova and UR10 on PyRoki), and the
+    compile shares the interpreter."""
+    if SESSION.running or not SOLVE_BEFORE_EVALUATION or scene is None or _compiling_in_background():
         return False
     deadline = time.perf_counter() + slice_ms / 1000.0
     if scene.use_preview_range:

@@ -352,6 +352,57 @@ def test_idle_turns_between_frames_stepped_forward_carry_on_from_where_the_chain
     assert len(steps) > done, "another range starts the chains again"
 
 
+def test_the_rig_holding_other_values_at_the_frame_solving_ahead_stands_on_starts_the_chains_again(blender, kernel_calls):
+    """A playback stopped and returned to the frame it started from (Esc) can leave the rig
+    there holding an answer whose last bits differ from the one the chains started from (the
+    answer of a robot whose slide leaves it start-dependent in float32; here a joint nudged
+    1e-4 rad with no depsgraph update, as a frame change writes). The next idle turns solve
+    both chains again from what the rig holds, so the scrub back after them plays from memory;
+    started from the old values it would run the kernel at its first frame. Once solved,
+    nothing is left: the playback's chain wrapping back onto this frame does not restart it."""
+    from kinema_nodes.session import SESSION
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    for frame in range(1, 41):
+        scene.frame_set(frame)
+    scene.frame_set(20)
+    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) > 0
+    assert _solve_ahead_to_the_end(bpy, kernel_calls) == [0]
+    generation = SESSION.generation
+    nudged = joints_of(rig)
+    nudged[0] += 1e-4
+    set_joints(rig, nudged)
+    assert SESSION.generation == generation, "no edit: the chains' place alone must notice"
+    # frames 21 and 19 from the nudged rig (the frames after each meet their remembered inputs again)
+    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) >= 2
+    assert _solve_ahead_to_the_end(bpy, kernel_calls) == [0], "solved once, nothing is left"
+    ran = len(kernel_calls)
+    for frame in range(19, 0, -1):
+        scene.frame_set(frame)
+    assert len(kernel_calls) == ran, "the scrub back from the nudged rig plays from memory"
+
+
+def test_solving_ahead_waits_while_a_solver_compiles_in_the_background(blender, kernel_calls, monkeypatch):
+    """While a solver compiles in the background (PyRoki's program after a switch or a first
+    import) the live frame is answered by the fallback; frames solved ahead then would be the
+    fallback's, not what the playback after the compile meets. The idle turns solve nothing
+    until the compile is over, then the chains as ever."""
+    from kinema_nodes import evaluator
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    scene.frame_set(20)
+    monkeypatch.setattr(evaluator, "_compiling_in_background", lambda: True)
+    assert _solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0) == [0]
+    monkeypatch.setattr(evaluator, "_compiling_in_background", lambda: False)
+    assert sum(_solve_ahead_to_the_end(bpy, kernel_calls, slice_ms=1000.0)) >= 39
+
+
 def test_solving_ahead_waits_for_idle_starts_again_after_an_edit_and_leaves_other_controls_alone(blender, kernel_calls):
     """The idle timer's turn solves nothing in the turn after an edit (a drag going on), then
     solves; an edited key starts the frames ahead again from the edit; a control a constraint
