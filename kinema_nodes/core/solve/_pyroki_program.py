@@ -248,6 +248,17 @@ class Layout:
 _NO_SPEED_LIMIT = 1.0e9
 
 
+def _quiet_pyroki() -> None:
+    """PyRoki's parser logs a DEBUG line through loguru for each joint without an origin (three
+    on robosuite's UR5e), printed in Blender's console on every build: its messages, and only
+    its, are turned off."""
+    try:
+        from loguru import logger
+    except ImportError:  # a PyRoki that no longer logs through loguru
+        return
+    logger.disable("pyroki")
+
+
 def _pyroki_robot(robot):
     """PyRoki's Robot for our RobotModel. A shallow copy of the yourdfpy object gets the base
     link yourdfpy leaves unset when loaded without a scene graph (PyRoki's sort needs it), and
@@ -257,6 +268,7 @@ def _pyroki_robot(robot):
     import pyroki
     import yourdfpy
 
+    _quiet_pyroki()
     urdf = copy.copy(robot.urdf)
     if getattr(urdf, "_base_link", None) is None:
         urdf._base_link = robot.root_link
