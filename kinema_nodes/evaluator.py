@@ -119,14 +119,14 @@ def program_for(tree) -> Program:
 def _current_program(tree, state: TreeState, was_dirty: bool) -> tuple[Program, dict | None]:
     """(`program_for(tree)`, each step's rig by solver path or None), without the snapshot while
     nothing can have changed the spec: the tree was not marked dirty, nothing was reported
-    changed outside it (`changed_outside`), it has no keys or drivers (an animated setting changes
-    the spec with no callback), no groups (an edit inside a group marks the group's tree, not this
-    one), the Preferences' solve budget, which a solver without its own budget puts in the spec,
-    is what it was, and each step's rig is still there under its name (the rigs found then come
-    back with the program: the frame needs them too)."""
+    changed outside it (`changed_outside`: the Preferences' solve budget, which a solver without its
+    own budget puts in the spec, says so when it changes), it has no keys or drivers (an animated
+    setting changes the spec with no callback), no groups (an edit inside a group marks the group's
+    tree, not this one), and each step's rig is still there under its name (the rigs found then
+    come back with the program: the frame needs them too)."""
     checked = state.checked
     if (state.program is not None and not was_dirty and checked is not None and checked[0] == SESSION.generation and checked[1]
-            and tree.animation_data is None and (checked[2] is None or checked[2] == _preferences_budget())):
+            and tree.animation_data is None):
         program, rigs = state.program, {}
         for step in program.steps:
             rig = _rig_still(tree, state, program, step)
@@ -141,8 +141,7 @@ def _current_program(tree, state: TreeState, was_dirty: bool) -> tuple[Program, 
     program = program_for(tree)
     plain = tree.animation_data is None and not any(
         node.bl_idname in (GROUP_IDNAME, "NodeReroute") for node in tree.nodes)
-    own = all(getattr(node_by_path(tree, step.node), "use_own_budget", False) for step in program.steps)
-    state.checked = (SESSION.generation, plain, None if own else _preferences_budget())
+    state.checked = (SESSION.generation, plain)
     return program, None
 
 
@@ -152,13 +151,6 @@ def _rig_still(tree, state: TreeState, program: Program, step):
     node = node_by_path(tree, _robot_node_of(state, program, step) or "")
     rig = getattr(node, "rig", None)
     return rig if rig is not None and rig.name == step.rig else None
-
-
-def _preferences_budget():
-    from .ui.preferences import preferences
-
-    prefs = preferences()
-    return getattr(prefs, "solve_budget_ms", None)
 
 
 def solve_ahead_wanted() -> bool:

@@ -32,7 +32,7 @@ class TreeState:
     def __init__(self):
         self.dirty = False
         self.spec = self.program = None
-        #: (generation checked at, may skip the snapshot, the Preferences' budget or None)
+        #: (generation checked at, may skip the snapshot)
         self.checked = None
         self.robot_nodes: dict[str, str | None] = {}  # solver path -> its Robot node, for `program`
         self.fast: dict = {}  # solver path -> (program, generation, its fast frame or None)

@@ -10,6 +10,14 @@ from ..core.defaults import DEFAULT_SOLVE_BUDGET_MS
 ADDON_MODULE = __package__.rpartition(".")[0]
 
 
+def _budget_changed(_prefs, _context):
+    """A Solver without its own budget compiles this one into its spec: every tree compiles again
+    at its next run (the live frame does not read the Preferences to find out, #33)."""
+    from ..session import changed_outside
+
+    changed_outside()
+
+
 class KinemaPreferences(bpy.types.AddonPreferences):
     bl_idname = ADDON_MODULE
 
@@ -19,6 +27,7 @@ class KinemaPreferences(bpy.types.AddonPreferences):
         default=DEFAULT_SOLVE_BUDGET_MS,
         min=1.0,
         max=10000.0,
+        update=_budget_changed,
     )
 
     package_folders: bpy.props.StringProperty(
@@ -59,3 +68,11 @@ def package_folders(context=None) -> list[str]:
     prefs = preferences(context)
     text = getattr(prefs, "package_folders", "") if prefs else ""
     return [bpy.path.abspath(part.strip()) for part in text.replace("\n", ";").split(";") if part.strip()]
+
+
+def register():
+    """Preferences read again (Revert, Load Factory Preferences) register the add-on again: a tree
+    compiled with the old budget compiles again."""
+    from ..session import changed_outside
+
+    changed_outside()

@@ -88,6 +88,16 @@ PREFERENCES_SCRIPT = textwrap.dedent(
             solver = rig_solver(rig_tree(rig), rig)
             budgets[path] = [solver.effective_budget_ms(), solver.to_spec().get("budget_ms")]
         report["budgets"] = budgets
+        # the budget changed with live frames running: the next frame's program has the new one
+        from kinema_nodes.session import compiled_program
+
+        scene = bpy.context.scene
+        scene.frame_set(2)
+        followed = [compiled_program(rig_tree(rig)).steps[0].options.budget_ms]
+        prefs.solve_budget_ms = 90.0
+        scene.frame_set(3)
+        followed.append(compiled_program(rig_tree(rig)).steps[0].options.budget_ms)
+        report["budget_followed"] = followed
         # Solve Ahead While Idle: on by default; off, the idle timer's turns never solve ahead
         from kinema_nodes import evaluator
         from kinema_nodes.blender import handlers
@@ -128,6 +138,7 @@ def test_the_preferences_are_where_blender_looks_for_them():
     assert set(report["budgets"]) == {path for path, _ in robots}
     for effective, in_spec in report["budgets"].values():
         assert effective == pytest.approx(250.0) and in_spec == pytest.approx(250.0)
+    assert report["budget_followed"] == [pytest.approx(250.0), pytest.approx(90.0)], report["budget_followed"]
     assert report["solve_ahead_default"] is True
     assert report["solve_ahead_turns_off"] == 0 and report["solve_ahead_turns_on"] >= 1, report
 
