@@ -211,6 +211,7 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch:
             posture_argument(problem, target_arrays.weights, options.posture), batches=cold_batches(options.budget_ms))
     result = _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
                        fallback_reason, settled=settled, keep_branch=keep_branch)
+    clocked = bool(over_budget)
     if backend == "pyroki" and not result.converged and not options.cold:
         # A warm float32 descent stuck beside a singularity or a limit (the arm left stretched by
         # a drag out of reach) where NumPy's restarts get through: a reachable goal converges.
@@ -221,12 +222,17 @@ def _solve(robot, targets, start, options: SolveOptions, t0: float, keep_branch:
             posture_argument(problem, target_arrays.weights, options.posture), batches=cold_batches(options.budget_ms))
         retried = _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget,
                             "numpy", PYROKI_STUCK, settled=settled, keep_branch=keep_branch)
+        clocked = clocked or bool(over_budget)
         if retried.converged:
+            retried.clocked = clocked
             return retried
     if not result.converged and not options.cold and search_share > 0:
-        searched = _search_on_miss(robot, problem, start, target_arrays, options, t0, budget_t0, search_share, result)
+        searched, over = _search_on_miss(robot, problem, start, target_arrays, options, t0, budget_t0, search_share, result)
+        clocked = clocked or bool(over)
         if searched is not None:
+            searched.clocked = clocked
             return searched
+    result.clocked = clocked
     return result
 
 
@@ -249,27 +255,28 @@ def _budget_options(options: SolveOptions, budget_t0: float, t0: float, share: f
     return options if budget == options.budget_ms else replace(options, budget_ms=budget)
 
 
-def _search_on_miss(robot, problem, start, target_arrays, options, t0, budget_t0, share, missed) -> SolveResult | None:
+def _search_on_miss(robot, problem, start, target_arrays, options, t0, budget_t0, share, missed) -> tuple:
     """A warm solve that missed (its descent and one batch of restarts) gets what `--cold` gets:
     the cold search over the joint ranges, led by the start, for the rest of its budget (`share`
     of it: the live rig leaves room for the frame; never more than SEARCH_ON_MISS_CAP_MS). A reachable goal converges from the default
     start whenever it does cold; the answer is None when the search found nothing either, and
     the warm answer stands (the arm follows as near as it can: a closer miss elsewhere is another
-    branch), its reason now said with the search tried."""
+    branch), its reason now said with the search tried. Returns (that answer or None, whether the
+    clock stopped the search)."""
     from ._posture import posture_argument
 
     cold = replace(options, cold=True, budget_ms=min(options.budget_ms * share, SEARCH_ON_MISS_CAP_MS))
-    q_raw, errors, iterations, converged, _, settled = solve_numpy(
+    q_raw, errors, iterations, converged, over, settled = solve_numpy(
         problem, start, target_arrays, _budget_options(cold, budget_t0, t0), t0,
         posture_argument(problem, target_arrays.weights, options.posture), batches=cold_batches(cold.budget_ms))
     if not converged:
-        return None
+        return None, over
     found = _complete(robot, problem, start, target_arrays, cold, t0, q_raw, errors, iterations + missed.iterations, False,
                       "numpy", missed.fallback_reason or SEARCHED_ON_MISS, settled=settled)
     if not found.converged:
-        return None
+        return None, over
     found.ms = (time.perf_counter() - t0) * 1000.0
-    return found
+    return found, over
 
 
 #: The note of a warm PyRoki solve that did not converge and NumPy's restarts answered instead.
@@ -612,7 +619,10 @@ class PreparedSolve:
         (`cold_batches`), every seed is drawn from fixed tables, a warm PyRoki solve is one call
         of its compiled program (it returns after its first attempt, whatever the clock; XLA on
         the CPU gives the same bits for the same inputs: tested), and the clock stops a search
-        only past a budget this solve stayed under. A looped playback through frames the frame
+        only past a budget this solve stayed under, or, however long it took, the general path
+        says no deadline stopped one (`SolveResult.clocked` False: each search ran to its count,
+        as a far frame's on a slow robot does: TIAGo's 17 batches on PyRoki took 17-22 ms, over
+        the 16.5 ms a live miss may search, and were searched again on every pass). A looped playback through frames the frame
         call misses (out of reach: 5-8 ms a frame, every loop) or that avoid the robot itself
         then pays each once (#33). Not kept: an answer given while the solver changed (PyRoki's
         program ready, or dropped and rebuilding), whose note is not the key's."""
@@ -628,8 +638,8 @@ class PreparedSolve:
         # the whole call, not result.ms: a warm answer standing after a search that found nothing
         # carries the time from before that search
         spent = (time.perf_counter() - began) * 1000.0
-        if (spent < self.unclocked_ms and self.note == note and result.backend in ("numpy", "pyroki")
-                and type(result.joints) is np.ndarray):
+        if ((spent < self.unclocked_ms or result.clocked is False) and self.note == note
+                and result.backend in ("numpy", "pyroki") and type(result.joints) is np.ndarray):
             self.remembered.put(key, replace(result, joints=result.joints.copy()))
         return result
 

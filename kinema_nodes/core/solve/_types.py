@@ -84,6 +84,11 @@ class SolveResult:
     #: With `SolveOptions.avoid`: the smallest clearance (m, negative: overlapping) and the pairs that overlap.
     min_clearance_m: float | None = None
     colliding: tuple = ()
+    #: Whether a deadline stopped a search behind this answer (True: another run, on a quieter
+    #: machine, could answer otherwise; False: every search ran to its count or its answer, so
+    #: the same inputs give the same answer; None: not said). A live rig remembers an answer
+    #: only where it is not True (core/solve/_entry.py, `PreparedSolve._remembering`).
+    clocked: bool | None = None
 
 
 @dataclass(frozen=True)
