@@ -299,7 +299,7 @@ def _stop_short(robot, problem, start, target_arrays, options, t0, backend, fall
     position_error, rotation_error = (max(column) for column in zip(*errors.tolist()))
     return SolveResult(joints=q, position_error=position_error, rotation_error=rotation_error, converged=False,
                        reason="out of reach", iterations=int(iterations), ms=(time.perf_counter() - t0) * 1000.0,
-                       backend="numpy", fallback_reason=fallback_reason if backend == "numpy" else None)
+                       backend="numpy", fallback_reason=fallback_reason if backend == "numpy" else None, clocked=False)
 
 
 def _complete(robot, problem, start, target_arrays, options, t0, q_raw, errors, iterations, over_budget, backend,
@@ -622,9 +622,9 @@ class PreparedSolve:
         only past a budget this solve stayed under, or, however long it took, the general path
         says no deadline stopped one (`SolveResult.clocked` False: each search ran to its count,
         as a far frame's on a slow robot does: TIAGo's 17 batches on PyRoki took 17-22 ms, over
-        the 16.5 ms a live miss may search, and were searched again on every pass). A looped playback through frames the frame
-        call misses (out of reach: 5-8 ms a frame, every loop) or that avoid the robot itself
-        then pays each once (#33). Not kept: an answer given while the solver changed (PyRoki's
+        the 16.5 ms a live miss may search, and were searched again on every pass). A looped
+        playback through frames the frame call misses (out of reach: 5-8 ms a frame, every loop)
+        or that avoid the robot itself then pays each once (#33). Not kept: an answer given while the solver changed (PyRoki's
         program ready, or dropped and rebuilding), whose note is not the key's."""
         if key is None or self.remembered is None:
             return general()
