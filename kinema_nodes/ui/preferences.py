@@ -4,6 +4,7 @@ package folders, and whether live rigs solve ahead while Blender is idle."""
 import bpy
 
 from ..core.defaults import DEFAULT_SOLVE_BUDGET_MS
+from ..session import changed_outside
 
 #: The add-on's module name, which Blender looks its preferences up by: "kinema_nodes", or
 #: "bl_ext.<repository>.kinema_nodes" when installed as an extension (this module is in its ui/).
@@ -13,8 +14,6 @@ ADDON_MODULE = __package__.rpartition(".")[0]
 def _budget_changed(_prefs, _context):
     """A Solver without its own budget compiles this one into its spec: every tree compiles again
     at its next run (the live frame does not read the Preferences to find out, #33)."""
-    from ..session import changed_outside
-
     changed_outside()
 
 
@@ -73,6 +72,4 @@ def package_folders(context=None) -> list[str]:
 def register():
     """Preferences read again (Revert, Load Factory Preferences) register the add-on again: a tree
     compiled with the old budget compiles again."""
-    from ..session import changed_outside
-
-    changed_outside()
+    _budget_changed(None, None)
