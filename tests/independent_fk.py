@@ -58,7 +58,10 @@ def mujoco_pose(path, robot, q, link) -> np.ndarray:
 class IndependentFK:
     """A link's pose relative to the robot's root, by yourdfpy (URDF) or MuJoCo (MJCF)."""
 
-    def __init__(self, robot):
+    def __init__(self, robot, packages: str = ""):
+        """`packages`: the folder the import dialog was given as the package folder, if any; each
+        folder in it is the package of its name for xacrodoc too (rtb-data's QUT Frankie includes
+        `$(find qut_frankie_description)`, a folder with no package.xml)."""
         self.robot = robot
         path = str(robot.path)
         self.mjcf = path.endswith(".xml")
@@ -81,6 +84,11 @@ class IndependentFK:
 
                 import xacrodoc
 
+                if packages:
+                    from pathlib import Path
+
+                    xacrodoc.packages.update_package_cache(
+                        {folder.name: str(folder) for folder in Path(packages).iterdir() if folder.is_dir()})
                 text = xacrodoc.XacroDoc.from_file(path, resolve_packages=False).to_urdf_string()
                 self.urdf = yourdfpy.URDF.load(io.StringIO(text), **options)
             else:

@@ -6,7 +6,9 @@ package). Thirteen of the 46 were in a test before issue #29's first commit (202
 by `git grep -w` of their names at e18e8f0: ur3_gripper, ur5_gripper, tiago_pro, simple_humanoid,
 robosuite's kinova3, ur5e, jaco and iiwa, and, by their file names, ur3_joint_limited_robot,
 ur10_joint_limited_robot, tiago_no_hand, romeo_small and icub_reduced. So the zoo holds 33 robots
-new to the suite (the issue asks 30). Each is driven only through the operators, as a person would, with the
+new to the suite (the issue asks 30). Three more joined on 2026-12-06 (rtb-data's QUT Frankie
+xacros: a Panda on a turning base, on an omnidirectional base, and two Pandas), 49 in all; the
+first found a base seeded across its +-999999 rad limits (tests/core/test_free_turning_joints.py). Each is driven only through the operators, as a person would, with the
 default solver and the default budget:
 
 1. File ▸ Import ▸ Robot;
@@ -65,6 +67,10 @@ OPEN = {
                     "the last frame, not along the keyed path, and lands on the other exact answer 0.33 rad away in joints "
                     "2-4 (the same tool pose; measured 2026-12-04). A 6-axis arm's branch is chosen by continuity; a jump "
                     "that followed the keyed path would agree",
+    "rtb_frankie": "a Panda on a turning base (8 moving joints, two spare): scrubbed back, frames 10-13 land 0.45-0.53 rad "
+                   "from forward (panda_joint1, panda_joint2; measured 2026-12-06, NumPy and PyRoki alike). There the "
+                   "answer slid from the posture itself lies about BRANCH_JUMP (0.5 rad) from the warm one, so it is taken "
+                   "from one side and not from the other (core/solve/_kernel_maths.py `_settle_by_inputs`)",
 }
 #: In the default run: a 6-axis arm (URDF) and a 7-axis arm (MJCF), whose keyed frames all converge.
 QUICK = ("ur5_limited", "robosuite_kinova3")
@@ -89,10 +95,12 @@ def _mid_range(robot, link, q):
     """q with the chain's joints 40 % of the way through their ranges: keys posed away from the
     import pose. That pose is often a singular straight arm (a UR's elbow at 0), where one target
     fixes the elbow only to ~1e-4 rad (the tool moves < 1e-8 m across that spread), so scrubbing
-    it agrees to the tool's pose but not to SCRUB_RAD in joint space (#29 item 3, still open)."""
+    it agrees to the tool's pose but not to SCRUB_RAD in joint space (#29 item 3, still open).
+    A joint that turns freely (continuous, or QUT Frankie's base: +-999999 rad) takes the turn
+    around zero, as a user would pose it, not 200000 rad."""
     moving = set(robot.chain_joint_names(link)) - set(robot.held_joints(True))
-    lower = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
-    upper = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
+    lower = np.where(robot.turns_freely, -np.pi, robot.lower)
+    upper = np.where(robot.turns_freely, np.pi, robot.upper)
     chain = np.array([name in moving for name in robot.actuated_joint_names])
     return np.where(chain, lower + 0.4 * (upper - lower), q)
 
@@ -147,7 +155,7 @@ def test_a_new_user_s_first_ten_minutes(blender, name):
     assert np.array_equal(joints_of(rig), before), "Add IK Target moved the arm"
     tree, solver, target = _parts(rig)
     robot = robot_of(rig)
-    fk = IndependentFK(robot)
+    fk = IndependentFK(robot, packages)
     link, bone = target.link_name, target.control_bone
 
     # 3: drags, one far out of reach and back

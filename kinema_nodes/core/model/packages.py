@@ -96,7 +96,9 @@ class PackageSearchPath:
 
     def __post_init__(self) -> None:
         env = os.environ if self.environ is None else self.environ
-        self.declared = [Path(p).expanduser() for p in self.declared]
+        # absolute now: a relative folder (`--package-path ./xacro`) must not be read against the
+        # folder of whichever xacro file includes from it
+        self.declared = [Path(p).expanduser().absolute() for p in self.declared]
         self.ros_package_path = _split_env(env.get("ROS_PACKAGE_PATH"))
         self.ament_prefixes = _split_env(env.get("AMENT_PREFIX_PATH"))
         self._crawled: dict[Path, dict[str, Path]] = {}

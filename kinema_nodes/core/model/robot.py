@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 #: they are kept rigid at their origin (and reported in `RobotModel.notes`).
 MOVABLE_TYPES = ("revolute", "continuous", "prismatic")
 KNOWN_TYPES = MOVABLE_TYPES + ("fixed", "floating", "planar")
+#: A revolute joint whose limits span more than this (rad, four turns) is solved as a continuous
+#: one (`RobotModel.turns_freely`): such limits are a file's way of writing "no limit" (rtb-data's
+#: QUT Frankie: a base that turns +-999999 rad), and seeds drawn across them wound the joint
+#: hundreds of thousands of radians, where float32 bones hold it to a hundredth of a radian.
+#: Real limits of two turns each way (the UR wrists' +-2 pi) stay limits.
+FREE_TURNING_SPAN = 8 * np.pi
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,14 @@ class RobotModel:
     @cached_property
     def is_continuous(self) -> np.ndarray:
         return np.array([j.type == "continuous" for j in self.actuated_joints], dtype=bool)
+
+    @cached_property
+    def turns_freely(self) -> np.ndarray:
+        """Joints the solver treats as continuous: continuous ones, and revolute ones whose limits
+        span more than FREE_TURNING_SPAN. Their seeds lie within half a turn of the start and their
+        answers are unwrapped toward it (whole turns, where the limits allow); the limits still hold."""
+        span = self.upper - self.lower
+        return self.is_continuous | ((~self.is_prismatic) & (span > FREE_TURNING_SPAN))
 
     @cached_property
     def is_prismatic(self) -> np.ndarray:

@@ -21,7 +21,10 @@ def _finish(robot, problem, start, q_raw, targets: TargetArrays, options: SolveO
     continuous = problem.continuous
     if problem.has_continuous:
         delta = values[continuous] - start[free][continuous]
-        values[continuous] = start[free][continuous] + (delta + np.pi) % (2 * np.pi) - np.pi
+        turned = start[free][continuous] + (delta + np.pi) % (2 * np.pi) - np.pi
+        # a joint that turns freely within limits (`turns_freely`) keeps its whole turns at them
+        inside = (turned >= problem.lower[continuous]) & (turned <= problem.upper[continuous])
+        values[continuous] = np.where(inside, turned, values[continuous])
     q[free] = values
     clipped = np.minimum(np.maximum(q, robot.lower), robot.upper)
     if not math.isfinite(clipped.sum()):  # cannot happen with finite inputs; never hand out NaN

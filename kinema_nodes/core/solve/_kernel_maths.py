@@ -1337,11 +1337,12 @@ def _frame(ints, floats, start, positions, wxyz, q_out):
     for row in range(max(seeds, 1)):
         for c in range(n):
             q_out[c] = start[c]
-        if row > 0:  # `_numpy_backend.random_seeds`; a multi-turn joint spans start +- pi
+        if row > 0:  # `_numpy_backend.random_seeds`; a joint that turns freely spans start +- pi
             for c in range(k):
                 j = free[c]
-                lo = lower[c] if math.isfinite(lower[c]) else start[j] - np.pi
-                hi = upper[c] if math.isfinite(upper[c]) else start[j] + np.pi
+                turns = posture[k + c] > 0.5
+                lo = start[j] - np.pi if turns else lower[c]
+                hi = start[j] + np.pi if turns else upper[c]
                 q_out[j] = lo + floats[fractions + row * k + c] * (hi - lo)
         if SINGLE_CHAIN_FORM and t == 1 and p != 3:  # `_descend`'s own test, without unpacking the chain
             its, ok, _ = _descend_one(ints, floats, q_out, tpos, trot, twt[0, 0], twt[0, 1], tol_p, tol_r, max_iterations,
@@ -1448,7 +1449,9 @@ def _sweep(ints, floats, start, positions, wxyz, polish_steps, first, q_all):
                 v = polished[0, j]
                 if floats[continuous_at + c] > 0.5:
                     s = current[j]
-                    v = s + (v - s + np.pi) % (2 * np.pi) - np.pi
+                    turned = s + (v - s + np.pi) % (2 * np.pi) - np.pi
+                    if turned >= floats[lower_at + j] and turned <= floats[upper_at + j]:
+                        v = turned
                 finished[j] = v
             for c in range(n):
                 v = finished[c]

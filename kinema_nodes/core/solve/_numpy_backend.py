@@ -121,12 +121,11 @@ def restart_count() -> int:
 
 
 def random_seeds(problem: ChainProblem, start: np.ndarray, attempt: int) -> np.ndarray:
-    """BATCH_SEEDS configurations spread over the free joints' limits (continuous joints:
-    start +- pi); other joints keep the start."""
+    """BATCH_SEEDS configurations spread over the free joints' seed windows (their limits; a joint
+    that turns freely: start +- pi); other joints keep the start."""
     _restarts[0] += 1
     free = problem.free
-    lower = np.where(np.isfinite(problem.lower), problem.lower, start[free] - np.pi)
-    upper = np.where(np.isfinite(problem.upper), problem.upper, start[free] + np.pi)
+    lower, upper = problem.seed_window(start[free])
     block = _SEED_FRACTIONS[attempt % len(_SEED_FRACTIONS)]
     if len(free) > block.shape[1]:  # a huge rig: fall back to fresh random numbers
         block = np.random.default_rng(attempt).random((BATCH_SEEDS, len(free)))

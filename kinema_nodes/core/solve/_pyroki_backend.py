@@ -98,19 +98,19 @@ def _scan_of(compiled: CompiledSolver, robot):
     layout = compiled.layout
     call = compiled._call
     chain = jnp.asarray(layout.chain)
-    finite_lower = jnp.asarray(np.isfinite(layout.lower))
-    finite_upper = jnp.asarray(np.isfinite(layout.upper))
-    lower = jnp.asarray(np.where(np.isfinite(layout.lower), layout.lower, 0.0), dtype=jnp.float32)
-    upper = jnp.asarray(np.where(np.isfinite(layout.upper), layout.upper, 0.0), dtype=jnp.float32)
+    lower = jnp.asarray(np.where(layout.turns, 0.0, layout.lower), dtype=jnp.float32)
+    upper = jnp.asarray(np.where(layout.turns, 0.0, layout.upper), dtype=jnp.float32)
     fractions = jnp.asarray(layout.seed_fractions[0], dtype=jnp.float32)
-    continuous = jnp.asarray(robot.is_continuous[layout.chain])
+    continuous = jnp.asarray(layout.turns)
+    limit_lower = jnp.asarray(layout.lower, dtype=jnp.float32)  # -inf for a continuous joint
+    limit_upper = jnp.asarray(layout.upper, dtype=jnp.float32)
 
     def run(base, positions, wxyz, weights, free, tolerances, max_iterations):
         def body(base, frame):
             position, rotation, weight = frame
             chain_start = base[chain]
-            low = jnp.where(finite_lower, lower, chain_start - jnp.pi)
-            high = jnp.where(finite_upper, upper, chain_start + jnp.pi)
+            low = jnp.where(continuous, chain_start - jnp.pi, lower)
+            high = jnp.where(continuous, chain_start + jnp.pi, upper)
             seeds = jnp.where(free > 0, low + fractions * (high - low), chain_start)
             seeds = seeds.at[0].set(chain_start)
             vector = jnp.concatenate([base, seeds.reshape(-1), position.reshape(-1), rotation.reshape(-1), weight.reshape(-1),
@@ -118,7 +118,8 @@ def _scan_of(compiled: CompiledSolver, robot):
             out = call(vector)
             x = out[:layout.k]
             delta = x - chain_start
-            x = jnp.where(continuous, chain_start + jnp.mod(delta + jnp.pi, 2 * jnp.pi) - jnp.pi, x)
+            turned = chain_start + jnp.mod(delta + jnp.pi, 2 * jnp.pi) - jnp.pi
+            x = jnp.where(continuous & (turned >= limit_lower) & (turned <= limit_upper), turned, x)
             base = base.at[chain].set(x)
             return base, (base, out[-2])
 

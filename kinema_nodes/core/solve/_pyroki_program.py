@@ -196,6 +196,8 @@ class Layout:
         self.seeds = seed_count(self.k)
         self.lower = robot.lower[self.chain]
         self.upper = robot.upper[self.chain]
+        #: joints seeded within half a turn of the start and unwrapped toward it (`turns_freely`)
+        self.turns = robot.turns_freely[self.chain]
         self.targets = len(links)
         # One flat float32 input and output: a JAX call pays per argument and per result.
         t = self.targets
@@ -218,13 +220,13 @@ class Layout:
         return mask
 
     def make_seeds(self, start: np.ndarray, free: np.ndarray, attempt: int, near_start: bool = False) -> np.ndarray:
-        """Seeds within limits (continuous joints: start +- pi); held joints keep the start;
+        """Seeds within limits (a joint that turns freely: start +- pi); held joints keep the start;
         on the first attempt seed 0 is the start itself. `near_start` (warm solves): half
         the seeds are small nudges of the start, so when the start's own descent stalls (a
         singularity, a limit) a solution on the same branch is found before a far one."""
         chain_start = start[self.chain]
-        lower = np.where(np.isfinite(self.lower), self.lower, chain_start - np.pi)
-        upper = np.where(np.isfinite(self.upper), self.upper, chain_start + np.pi)
+        lower = np.where(self.turns, chain_start - np.pi, self.lower)
+        upper = np.where(self.turns, chain_start + np.pi, self.upper)
         fractions = self.seed_fractions[attempt % SEED_BLOCKS]
         seeds = lower + fractions * (upper - lower)
         if near_start:

@@ -450,10 +450,10 @@ def _settle_flips(robot, arrays, held, seeds, holds, tol_p, tol_r) -> np.ndarray
 
 
 def _random_seeds(problem, start: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Configurations drawn uniformly within the free joints' limits (continuous: start +- pi)."""
+    """Configurations drawn uniformly within the free joints' seed windows (their limits; a joint
+    that turns freely: start +- pi)."""
     free = problem.free
-    lower = np.where(np.isfinite(problem.lower), problem.lower, start[free] - np.pi)
-    upper = np.where(np.isfinite(problem.upper), problem.upper, start[free] + np.pi)
+    lower, upper = problem.seed_window(start[free])
     seeds = np.tile(start, (count, 1))
     seeds[:, free] = rng.uniform(lower, upper, size=(count, len(free)))
     return seeds
