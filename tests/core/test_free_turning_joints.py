@@ -11,6 +11,7 @@ frame call, PyRoki's seeds and Find Solutions' seeds (whose answers were already
 the turn nearest the current pose). Real multi-turn limits (a UR's +-2 pi) keep their
 meaning. The pose is checked by yourdfpy on xacrodoc's expansion (tests/independent_fk.py).
 
+Its base's slide (+-999999 m) likewise is seeded at its start value (`FREE_SLIDING_SPAN`).
 The same robot showed a relative package folder (`--package-path xacro`) breaking its xacro
 includes; the last test keeps that mended.
 
@@ -106,6 +107,28 @@ def test_a_restart_turns_the_base_the_short_way(frankie, backend):
     assert position <= 1e-5 and angle <= 1e-4, (position, angle)
 
 
+
+def test_a_slide_without_limits_that_matter_is_seeded_at_its_start(frankie):
+    """The base's slide (+-999999 m) freed too: seeds drawn across its range put the arm hundreds
+    of kilometres from the target, and from this start 65 restart batches found nothing (the
+    target is reachable: the goal's own FK). The slide is now seeded at its start value and the
+    descent moves it."""
+    assert kernel_status(wait=True) == ("numba", None)
+    robot, folder = frankie
+    goal, start, yaw = _goal_and_start(robot)
+    for i, value in enumerate((1.85, 0.65, 1.66, -2.5, 1.75, 0.7, -2.42), start=1):
+        start[robot.joint_index(f"panda_joint{i}")] = value
+    slide = robot.joint_index("panda_base_joint2")
+    assert robot.slides_freely[slide] and robot.slides_freely.sum() == 1
+    problem = problem_for(robot, (TOOL,), frozenset())
+    assert np.all(random_seeds(problem, start, 1)[:, slide] == start[slide])
+    before = restart_count()
+    result = solve(robot, [_target(robot, goal)], start, SolveOptions(backend="numpy", budget_ms=5000.0))
+    assert result.converged and restart_count() > before, result.note
+    from independent_fk import IndependentFK, pose_error
+
+    position, angle = pose_error(IndependentFK(robot, folder).pose(result.joints, TOOL), link_pose(robot, goal, TOOL))
+    assert position <= 1e-5 and angle <= 1e-4, (position, angle)
 
 def test_a_relative_package_folder_serves_a_xacro_s_includes(frankie, monkeypatch):
     """`--package-path xacro` given relative to the working folder (found on the way: Frankie's

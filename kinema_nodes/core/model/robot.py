@@ -33,6 +33,10 @@ KNOWN_TYPES = MOVABLE_TYPES + ("fixed", "floating", "planar")
 #: hundreds of thousands of radians, where float32 bones hold it to a hundredth of a radian.
 #: Real limits of two turns each way (the UR wrists' +-2 pi) stay limits.
 FREE_TURNING_SPAN = 8 * np.pi
+#: A slide whose limits span more than this (m) has none that matter either (the same base's
+#: +-999999 m): its seeds keep the start value (`RobotModel.slides_freely`), for a value drawn
+#: from its range put the arm hundreds of kilometres from any target and no restart converged.
+FREE_SLIDING_SPAN = 1000.0
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,12 @@ class RobotModel:
         answers are unwrapped toward it (whole turns, where the limits allow); the limits still hold."""
         span = self.upper - self.lower
         return self.is_continuous | ((~self.is_prismatic) & (span > FREE_TURNING_SPAN))
+
+    @cached_property
+    def slides_freely(self) -> np.ndarray:
+        """Slides whose limits span more than FREE_SLIDING_SPAN: restarts leave them at the start
+        value and the descent moves them (the limits still hold)."""
+        return self.is_prismatic & (self.upper - self.lower > FREE_SLIDING_SPAN)
 
     @cached_property
     def is_prismatic(self) -> np.ndarray:

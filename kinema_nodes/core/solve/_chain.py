@@ -158,12 +158,17 @@ class ChainProblem:
         #: joints unwrapped toward the start and seeded within half a turn of it (`turns_freely`)
         self.continuous = robot.turns_freely[self.free]
         self.has_continuous = bool(self.continuous.any())
+        #: slides seeded at the start value (`slides_freely`)
+        self.slides = robot.slides_freely[self.free]
 
     def seed_window(self, start_free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) random seeds of the free joints lie within: their limits, and for a joint
-        that turns freely the turn around its start value (`start_free`)."""
-        free_turn = self.continuous
-        return (np.where(free_turn, start_free - np.pi, self.lower), np.where(free_turn, start_free + np.pi, self.upper))
+        """(lower, upper) random seeds of the free joints lie within: their limits; for a joint
+        that turns freely the turn around its start value (`start_free`); for a slide without
+        limits that matter the start value itself."""
+        free_turn, slides = self.continuous, self.slides
+        lower = np.where(free_turn, start_free - np.pi, np.where(slides, start_free, self.lower))
+        upper = np.where(free_turn, start_free + np.pi, np.where(slides, start_free, self.upper))
+        return lower, upper
 
     def residual(self, q: np.ndarray, rotations: np.ndarray, positions: np.ndarray, with_jacobian: bool = True):
         """For a batch q (B, n): unweighted errors per target (B, T, 2), the residual (B, 6T)

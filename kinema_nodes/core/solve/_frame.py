@@ -47,7 +47,8 @@ class FrameSolve:
         robot = problem.robot
         chain = kernel_chain(problem)
         self.ints = chain.ints
-        fractions = first_batch_fractions(len(problem.free)) if options.cold else None
+        # the compiled cold seeds know no slide kept at the start (`slides_freely`): the general path draws those
+        fractions = first_batch_fractions(len(problem.free)) if options.cold and not problem.slides.any() else None
         #: a cold solve on a rig too large for the fixed seed table draws fresh seeds: the general path
         self.usable = not options.cold or fractions is not None
         self.floats, self.flag_at, self.posture_at = _kernel.frame_floats(

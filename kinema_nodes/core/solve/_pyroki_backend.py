@@ -100,6 +100,7 @@ def _scan_of(compiled: CompiledSolver, robot):
     chain = jnp.asarray(layout.chain)
     lower = jnp.asarray(np.where(layout.turns, 0.0, layout.lower), dtype=jnp.float32)
     upper = jnp.asarray(np.where(layout.turns, 0.0, layout.upper), dtype=jnp.float32)
+    slides = jnp.asarray(layout.slides)  # seeded at the start value
     fractions = jnp.asarray(layout.seed_fractions[0], dtype=jnp.float32)
     continuous = jnp.asarray(layout.turns)
     limit_lower = jnp.asarray(layout.lower, dtype=jnp.float32)  # -inf for a continuous joint
@@ -111,7 +112,7 @@ def _scan_of(compiled: CompiledSolver, robot):
             chain_start = base[chain]
             low = jnp.where(continuous, chain_start - jnp.pi, lower)
             high = jnp.where(continuous, chain_start + jnp.pi, upper)
-            seeds = jnp.where(free > 0, low + fractions * (high - low), chain_start)
+            seeds = jnp.where((free > 0) & ~slides, low + fractions * (high - low), chain_start)
             seeds = seeds.at[0].set(chain_start)
             vector = jnp.concatenate([base, seeds.reshape(-1), position.reshape(-1), rotation.reshape(-1), weight.reshape(-1),
                                       free, tolerances, jnp.stack([max_iterations, jnp.float32(0.0)])]).astype(jnp.float32)

@@ -198,6 +198,7 @@ class Layout:
         self.upper = robot.upper[self.chain]
         #: joints seeded within half a turn of the start and unwrapped toward it (`turns_freely`)
         self.turns = robot.turns_freely[self.chain]
+        self.slides = robot.slides_freely[self.chain]  # seeded at the start value
         self.targets = len(links)
         # One flat float32 input and output: a JAX call pays per argument and per result.
         t = self.targets
@@ -225,8 +226,8 @@ class Layout:
         the seeds are small nudges of the start, so when the start's own descent stalls (a
         singularity, a limit) a solution on the same branch is found before a far one."""
         chain_start = start[self.chain]
-        lower = np.where(self.turns, chain_start - np.pi, self.lower)
-        upper = np.where(self.turns, chain_start + np.pi, self.upper)
+        lower = np.where(self.turns, chain_start - np.pi, np.where(self.slides, chain_start, self.lower))
+        upper = np.where(self.turns, chain_start + np.pi, np.where(self.slides, chain_start, self.upper))
         fractions = self.seed_fractions[attempt % SEED_BLOCKS]
         seeds = lower + fractions * (upper - lower)
         if near_start:
