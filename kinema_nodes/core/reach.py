@@ -312,11 +312,11 @@ def _robot(robot_ref):
 
 
 def _seeds(robot, problem, count: int) -> np.ndarray:
-    """Fixed pseudo-random configurations over the free joints' limits (continuous: +-pi)."""
+    """Fixed pseudo-random configurations over the free joints' seed windows (their limits; a
+    joint that turns freely: +-pi; a slide without limits that matter: its middle)."""
     start = robot.mid_configuration()
     free = problem.free
-    lower = np.where(np.isfinite(problem.lower), problem.lower, -np.pi)
-    upper = np.where(np.isfinite(problem.upper), problem.upper, np.pi)
+    lower, upper = problem.seed_window(start[free])
     seeds = np.tile(start, (count, 1))
     seeds[:, free] = lower + np.random.default_rng(20261201).random((count, len(free))) * (upper - lower)
     return seeds
