@@ -21,8 +21,9 @@ ZOO = (
     "robosuite_vx300s", "robosuite_yumi", "robosuite_z1",
     # rtb-data (roboticstoolbox's models): a hobby arm, a classic 6-axis arm, two Trossen arms (xacro)
     "rtb_al5d", "rtb_puma560", "rtb_px100", "rtb_wx250s",
-    # rtb-data's QUT Frankie (xacro): a Panda on a turning base (+-999999 rad), on an omnidirectional one, two Pandas
-    "rtb_frankie", "rtb_frankie_omni", "rtb_dual_panda",
+    # rtb-data's QUT Frankie (xacro): a Panda on a turning base (+-999999 rad), on an omnidirectional one, two Pandas;
+    # its Clearpath Ridgeback, a base alone (two slides and a turn, each +-999999)
+    "rtb_frankie", "rtb_frankie_omni", "rtb_dual_panda", "rtb_ridgeback",
 )
 #: rtb-data's robots, by their file below its `xacro/` folder. Their package:// names have no
 #: package.xml, so (as a user would) the import dialog is given that folder as the package folder.
@@ -34,6 +35,7 @@ RTB = {
     "rtb_frankie": "qut_frankie_description/robots/frankie_arm_hand.urdf.xacro",
     "rtb_frankie_omni": "qut_frankie_description/robots/frankieOmni_arm_hand.urdf.xacro",
     "rtb_dual_panda": "qut_frankie_description/robots/dual_panda_example.urdf.xacro",
+    "rtb_ridgeback": "clearpath_ridgeback_description/urdf/ridgeback.urdf.xacro",
 }
 
 

@@ -6,8 +6,9 @@ package). Thirteen of the 46 were in a test before issue #29's first commit (202
 by `git grep -w` of their names at e18e8f0: ur3_gripper, ur5_gripper, tiago_pro, simple_humanoid,
 robosuite's kinova3, ur5e, jaco and iiwa, and, by their file names, ur3_joint_limited_robot,
 ur10_joint_limited_robot, tiago_no_hand, romeo_small and icub_reduced. So the zoo holds 33 robots
-new to the suite (the issue asks 30). Three more joined on 2026-12-06 (rtb-data's QUT Frankie
-xacros: a Panda on a turning base, on an omnidirectional base, and two Pandas), 49 in all; the
+new to the suite (the issue asks 30). Four more joined on 2026-12-06 (rtb-data's QUT Frankie
+xacros: a Panda on a turning base, on an omnidirectional base, and two Pandas; its Ridgeback, a
+mobile base alone), 50 in all; the
 first found a base seeded across its +-999999 rad limits (tests/core/test_free_turning_joints.py). Each is driven only through the operators, as a person would, with the
 default solver and the default budget:
 
