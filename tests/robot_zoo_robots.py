@@ -24,6 +24,8 @@ ZOO = (
     # rtb-data's QUT Frankie (xacro): a Panda on a turning base (+-999999 rad), on an omnidirectional one, two Pandas;
     # its Clearpath Ridgeback, a base alone (two slides and a turn, each +-999999)
     "rtb_frankie", "rtb_frankie_omni", "rtb_dual_panda", "rtb_ridgeback",
+    # example-robot-data's URDFs of robots the zoo had only as MJCF or not at all (2026-12-06)
+    "xarm7", "talos", "pr2", "a1", "allegro_right_hand", "solo12",
 )
 #: rtb-data's robots, by their file below its `xacro/` folder. Their package:// names have no
 #: package.xml, so (as a user would) the import dialog is given that folder as the package folder.

@@ -6,9 +6,10 @@ package). Thirteen of the 46 were in a test before issue #29's first commit (202
 by `git grep -w` of their names at e18e8f0: ur3_gripper, ur5_gripper, tiago_pro, simple_humanoid,
 robosuite's kinova3, ur5e, jaco and iiwa, and, by their file names, ur3_joint_limited_robot,
 ur10_joint_limited_robot, tiago_no_hand, romeo_small and icub_reduced. So the zoo holds 33 robots
-new to the suite (the issue asks 30). Four more joined on 2026-12-06 (rtb-data's QUT Frankie
+new to the suite (the issue asks 30). Ten more joined on 2026-12-06 (rtb-data's QUT Frankie
 xacros: a Panda on a turning base, on an omnidirectional base, and two Pandas; its Ridgeback, a
-mobile base alone), 50 in all; the
+mobile base alone; example-robot-data's xArm7, full TALOS, PR2, A1, Allegro hand and Solo12), 56
+in all; the
 first found a base seeded across its +-999999 rad limits (tests/core/test_free_turning_joints.py). Each is driven only through the operators, as a person would, with the
 default solver and the default budget:
 
@@ -72,6 +73,9 @@ OPEN = {
                    "from forward (panda_joint1, panda_joint2; measured 2026-12-06, NumPy and PyRoki alike). There the "
                    "answer slid from the posture itself lies about BRANCH_JUMP (0.5 rad) from the warm one, so it is taken "
                    "from one side and not from the other (core/solve/_kernel_maths.py `_settle_by_inputs`)",
+    "talos": "the full TALOS (v2): scrubbed back, frames 14-18 and 24-26 land 0.09-0.18 rad from forward in "
+             "arm_left_1 and arm_left_4 (measured 2026-12-06, PyRoki); the same kind as rtb_frankie: a long redundant "
+             "chain whose slide toward the posture has more than one minimum",
 }
 #: In the default run: a 6-axis arm (URDF) and a 7-axis arm (MJCF), whose keyed frames all converge.
 QUICK = ("ur5_limited", "robosuite_kinova3")
