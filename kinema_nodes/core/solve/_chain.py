@@ -162,13 +162,8 @@ class ChainProblem:
         self.slides = robot.slides_freely[self.free]
 
     def seed_window(self, start_free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) random seeds of the free joints lie within: their limits; for a joint
-        that turns freely the turn around its start value (`start_free`); for a slide without
-        limits that matter the start value itself."""
-        free_turn, slides = self.continuous, self.slides
-        lower = np.where(free_turn, start_free - np.pi, np.where(slides, start_free, self.lower))
-        upper = np.where(free_turn, start_free + np.pi, np.where(slides, start_free, self.upper))
-        return lower, upper
+        """`seed_window` of the free joints (`start_free`: their start values)."""
+        return seed_window(self.lower, self.upper, self.continuous, self.slides, start_free)
 
     def residual(self, q: np.ndarray, rotations: np.ndarray, positions: np.ndarray, with_jacobian: bool = True):
         """For a batch q (B, n): unweighted errors per target (B, T, 2), the residual (B, 6T)
@@ -189,6 +184,15 @@ class ChainProblem:
                 jac[:, 6 * t:6 * t + 6] = chain_jac @ self.selectors[t]
         errors = np.sqrt(np.einsum("btij,btij->bti", *(residual.reshape(batch, count, 2, 3),) * 2))
         return errors, residual, jac
+
+
+def seed_window(lower, upper, turns, slides, start) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) random seeds of these joints lie within: their limits; for a joint that
+    turns freely (`turns`) the turn around its start value; for a slide without limits that
+    matter (`slides`) the start value itself. One rule for the NumPy restarts, Find Solutions,
+    reach maps and PyRoki's seeds."""
+    return (np.where(turns, start - np.pi, np.where(slides, start, lower)),
+            np.where(turns, start + np.pi, np.where(slides, start, upper)))
 
 
 def problem_for(robot: RobotModel, links: tuple[str, ...], held: frozenset[str]) -> ChainProblem:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..cache_folder import signed_folder
 from ._cache import cache_root
+from ._chain import seed_window
 
 #: Bump when the program's inputs, outputs or algorithm change: old export files are rebuilt.
 FORMAT_VERSION = 10
@@ -226,8 +227,7 @@ class Layout:
         the seeds are small nudges of the start, so when the start's own descent stalls (a
         singularity, a limit) a solution on the same branch is found before a far one."""
         chain_start = start[self.chain]
-        lower = np.where(self.turns, chain_start - np.pi, np.where(self.slides, chain_start, self.lower))
-        upper = np.where(self.turns, chain_start + np.pi, np.where(self.slides, chain_start, self.upper))
+        lower, upper = seed_window(self.lower, self.upper, self.turns, self.slides, chain_start)
         fractions = self.seed_fractions[attempt % SEED_BLOCKS]
         seeds = lower + fractions * (upper - lower)
         if near_start:
