@@ -403,6 +403,47 @@ def plain_routes(bpy, backend, frames, passes=5, block=25, first_pass=False) -> 
             f"({len(blocks)} blocks) | {med['before'] / med['blender']:.2f}× |")
 
 
+def plain_loops(bpy, backend, frames, avoid_self=False, loops=6) -> dict:
+    """A looped playback with nothing edited between its loops (keyed location+rotation, loop 5 cm
+    in): CPU ms per frame_set of whole loops, two kinds in turn: Kinema replaying the frames it
+    kept (`FastFrame._keep`: the same frame, the rig holding the same channels, nothing changed
+    since) and Kinema with nothing kept (`FastFrame._kept_frames` patched empty for the loop: each
+    frame asks the prepared solve, which finds its answer remembered); then Blender's IK
+    constraint over the same loops (after them, not between: switching is an edit, and in the bpy
+    module the control's prediction then stayed off for later loops, which the interleaved
+    tables above do not meet since they set the rig before each block)."""
+    from kinema_nodes import evaluator
+
+    scene, tree, solver, constraint = plain_scene(bpy, backend, True, 0.05, frames, avoid_self)
+    kept_frames = evaluator.FastFrame._kept_frames
+    times = {"replayed": [], "asked": [], "blender": []}
+
+    def loop(cpu=None):
+        for frame in range(1, frames + 1):
+            c0 = time.thread_time()
+            scene.frame_set(frame)
+            if cpu is not None:
+                cpu.append((time.thread_time() - c0) * 1000.0)
+
+    loop()
+    loop()
+    try:
+        for done in range(loops):
+            for mode in ("replayed", "asked") if done % 2 == 0 else ("asked", "replayed"):
+                if mode == "asked":
+                    evaluator.FastFrame._kept_frames = lambda self: {}
+                loop(times[mode])
+                evaluator.FastFrame._kept_frames = kept_frames
+    finally:
+        evaluator.FastFrame._kept_frames = kept_frames
+    solver.live, constraint.mute = False, False
+    bpy.context.view_layer.update()
+    for _ in range(loops // 2):
+        loop(times["blender"])
+    solver.live, constraint.mute = True, True
+    return times
+
+
 def plain_floor(bpy, frames, passes=4, block=25):
     """What any Python handler pays in the plain scene (NumPy, keyed location+rotation, loop 5 cm
     in), in blocks of `block` frames, the modes back to back: Kinema; Blender's IK constraint; no
@@ -601,10 +642,12 @@ def plain_main(args) -> int:
         "seeds drawn on Kinema's frames (`restart_count`); 0 means every frame stayed on the compiled fast path. "
         "Two Kinema columns, in the same interleaving: \"first pass\" forgets the frames' remembered answers before "
         "each of its blocks (`forget_answers`), so every frame runs the kernel, as on a first playback or a drag; "
-        "\"frames met before\" plays frames solved already (a looped playback), whose exact inputs the live "
-        "rig's frame call finds remembered (core/solve/_frame.py); \"first pass after idle\" forgets them too, then "
-        "lets the rig solve ahead as Blender's idle timer does before a playback (`evaluator.solve_ahead` until "
-        "done, untimed: the idle time), so a first playback after an edit and a pause.",
+        "\"frames met before\" plays frames solved already (a looped playback right after an edit: each block's "
+        "switch is one), whose exact inputs the live rig's frame call finds remembered (core/solve/_frame.py); "
+        "\"first pass after idle\" forgets them too, then lets the rig solve ahead as Blender's idle timer does "
+        "before a playback (`evaluator.solve_ahead` until done, untimed: the idle time), so a first playback after "
+        "an edit and a pause: its frames replay what the idle turns kept (`FastFrame._keep`), as a looped playback "
+        "with nothing edited does from its second loop (the table after this one).",
         "",
         "| case | Kinema ms (p95), frames met before | Kinema ms (p95), first pass after idle | Kinema ms (p95), first pass | "
         "Blender IK ms (p95) | no IK ms | Kinema / Blender IK | after idle / Blender IK | first pass / Blender IK | "
@@ -622,6 +665,25 @@ def plain_main(args) -> int:
     for backend in ("NUMPY", "PYROKI"):  # Avoid Collisions on (Self): the avoiding solve on the fast frame
         row = plain_row(f"{backend}, keyed location, loop 5 cm in, Avoid Collisions (Self) on",
                         *plain_case(bpy, backend, False, 0.05, args.frames, avoid_self=True))
+        print(row, flush=True)
+        lines.append(row)
+    lines += ["", "A looped playback with nothing edited between loops (`plain_loops`; keyed location+rotation, loop "
+              f"5 cm in, {args.frames} frames a loop, 6 loops of each Kinema kind in turn, then 3 loops of Blender's "
+              "IK constraint after them, not interleaved): \"replayed\" plays frames the live rig kept from the loop "
+              "before (`FastFrame._keep`: the same frame, the rig holding the same channels, nothing changed since), "
+              "\"asked\" the same loops with nothing kept (each frame asks the prepared solve, which finds its answer "
+              "remembered: the \"frames met before\" column above, where each block's switch is an edit and empties "
+              "what was kept):", "",
+              "| case | replayed ms (p95) | asked ms (p95) | replayed / asked (median of each turn's pair) | "
+              "Blender IK ms (p95), after | replayed / Blender IK |", "|---|---|---|---|---|---|"]
+    for backend, avoid_self in (("NUMPY", False), ("PYROKI", False), ("NUMPY", True), ("PYROKI", True)):
+        t = plain_loops(bpy, backend, args.frames, avoid_self)
+        r, a, b = t["replayed"], t["asked"], t["blender"]
+        n = args.frames
+        pairs = med(med(r[i:i + n]) / med(a[i:i + n]) for i in range(0, len(r), n))
+        row = (f"| {backend}{', Avoid Collisions (Self) on' if avoid_self else ''} | {med(r):.3f} ({percentile(r, 95):.3f}) | "
+               f"{med(a):.3f} ({percentile(a, 95):.3f}) | {pairs:.3f} | {med(b):.3f} ({percentile(b, 95):.3f}) | "
+               f"{med(r) / med(b):.2f}× |")
         print(row, flush=True)
         lines.append(row)
     lines += ["", "Solving before Blender evaluates the frame (`frame_change_pre`, the keyed control's pose from its "

@@ -419,12 +419,15 @@ class FastFrame:
     """What a plain step's live frame needs that does not change per frame (see above). Made
     again after anything could have changed it (`_fast_frame`); `run` solves one frame."""
 
-    __slots__ = ("targets", "options", "weights", "prepared", "links", "serial")
+    __slots__ = ("targets", "options", "weights", "prepared", "links", "serial", "kept", "kept_at")
 
     def __init__(self, targets, options, weights, links):
         self.targets, self.options, self.weights = targets, options, weights
         self.prepared, self.links = LRU(PREPARED_KEPT), links
         self.serial = SESSION.next_serial()  # in fingerprints: unlike id(), never reused by a later step
+        #: (frame, the channels the rig held before it) -> what the pre route solved and wrote there
+        #: (`_keep`), good while nothing changed (`kept_at`: the generation and `SESSION.kept_epoch`)
+        self.kept, self.kept_at = {}, None
 
     def same_as(self, other) -> bool:
         return other is not None and (self.targets, self.options, self.weights, self.links) == (
@@ -445,9 +448,20 @@ class FastFrame:
             return False
         nodes = tree.nodes
         static = tree.animation_data is None  # read each frame: a script may key the tree between frames
+        if self.options.avoid is not None and carried_by(rig, frame):
+            return False  # what a grasp holds is kept clear too: frame_inputs reads it (the general path)
+        kept = None
         if pre:
             if not static:
                 return False  # the tree's keyed settings are not evaluated for this frame yet
+            start = io.read(bones)
+            held = io.held.tobytes()
+            if not force and not was_dirty:
+                t0 = time.perf_counter()
+                kept = self._kept_frames()
+                found = kept.get((frame, held))
+                if found is not None and found[0] is io and self._still(found[4], nodes, robot, solver, frame, start):
+                    return self._replay(found, state, step, solver, rig, bones, frame, want, t0)
             keyed = self._keyed(nodes, rig, io, robot, frame)
             if keyed is None:
                 return False
@@ -475,9 +489,9 @@ class FastFrame:
                     poses.append(goal)
                 links.append(node.link_for_index(robot, node.link_index) if static else node.link_at_frame(robot))
             links = tuple(links)
-        if self.options.avoid is not None and carried_by(rig, frame):
-            return False  # what a grasp holds is kept clear too: frame_inputs reads it (the general path)
-        start = io.read(bones)
+        if not pre:
+            start = io.read(bones)
+            held = io.held.tobytes()
         if not math.isfinite(sum(start.tolist())) or not self.links.issuperset(links):  # float32 channels: no overflow
             return False
         posture = whole_posture(solver, robot, frame, start)
@@ -485,7 +499,7 @@ class FastFrame:
         fingerprint = (self.serial, links, posture, poses)
         if not force and not was_dirty:
             last = state.last_inputs.get(path)
-            if type(last) is tuple and last[0] == fingerprint and last[1] == io.held.tobytes():
+            if type(last) is tuple and last[0] == fingerprint and last[1] == held:
                 shown = state.readouts.get(path)  # a plain step: the Solver's own readout
                 if shown is not None:  # the same inputs: the last answer is this frame's answer
                     shown["frame"] = int(frame)
@@ -501,7 +515,8 @@ class FastFrame:
                 goals.append(goal)
         positions, rotations = _goal_arrays(goals)
         try:  # a link set `prepare` refuses (one no joint moves, two targets on one link) is said, as run_step says it
-            solved = self._prepared(robot, links).solve(positions, rotations, start, posture)
+            prepared = self._prepared(robot, links)
+            solved = prepared.solve(positions, rotations, start, posture)
         except KinemaError as exc:
             refused = StepResult(step.node, step.rig, None, (), f"cannot solve: {exc}")
         else:
@@ -521,7 +536,59 @@ class FastFrame:
         state.last_inputs[path] = (fingerprint, written)
         if pre:
             SESSION.pre.checks.append((rig, io, controls, poses, written))
+            if kept is not None and prepared.repeatable:
+                self._keep(kept, frame, held, io, links, poses, controls, fingerprint, solved, joints, io.channel.copy(), written)
         _show_fast(solver, step, solved, links, force, int(frame), state)
+        if not want:
+            return True
+        return StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
+
+    def _kept_frames(self) -> dict:
+        """The frames kept by `_keep`, emptied after anything changed since they were kept."""
+        at = (SESSION.generation, SESSION.kept_epoch)
+        if self.kept_at != at or len(self.kept) >= KEPT_FRAMES:
+            self.kept, self.kept_at = {}, at
+        return self.kept
+
+    @staticmethod
+    def _keep(kept, frame, held: bytes, io, links, poses, controls, fingerprint, solved, joints, channel, written) -> None:
+        """Keep what the pre route solved at `frame` from the rig holding `held`, for `_replay`.
+        Only an answer the same inputs give again (`PreparedSolve.repeatable`): nothing that can
+        change the inputs at that frame (the keys, the tree, the posture, the solver, a grasp)
+        changes without a new generation, and a misprediction Blender's evaluation shows
+        (`_pre_frame_holds`) or forgotten answers bump `SESSION.kept_epoch`."""
+        kept[(frame, held)] = (io, links, poses, controls, fingerprint, solved, joints, channel, written)
+
+    def _still(self, fingerprint, nodes, robot, solver, frame, start) -> bool:
+        """Whether the links and the posture a kept frame was solved for are this frame's: a script
+        may set a target's link index or a posture between two frames with no depsgraph update
+        (no new generation); everything else a kept frame assumed moves the generation or is
+        checked after Blender's evaluation (`_pre_frame_holds`)."""
+        links = fingerprint[1]
+        for name, link in zip(self.targets, links):
+            node = nodes.get(name)
+            if node is None or node.link_for_index(robot, node.link_index) != link:
+                return False
+        return whole_posture(solver, robot, frame, start) == fingerprint[2]
+
+    def _replay(self, found, state: TreeState, step, solver, rig, bones, frame, want: bool, t0: float):
+        """`run`'s pre route at a frame kept by `_keep`: the rig written as then, without working out
+        the control's pose, the posture or the solve again (#33: a looped playback, a scrub back,
+        a first playback after the idle turns)."""
+        io, links, poses, controls, fingerprint, solved, joints, channel, written = found
+        path = step.node
+        last = state.last_inputs.get(path)
+        if type(last) is tuple and last[0] == fingerprint and last[1] == io.held.tobytes():
+            shown = state.readouts.get(path)
+            if shown is not None:  # the same inputs: the last answer is this frame's answer
+                shown["frame"] = int(frame)
+            SESSION.pre.checks.append((rig, io, controls, poses, last[1]))
+            return None
+        io.put(rig, bones, channel, written)
+        state.last_inputs[path] = (fingerprint, written)
+        SESSION.pre.checks.append((rig, io, controls, poses, written))
+        solved.ms = (time.perf_counter() - t0) * 1000.0
+        _show_fast(solver, step, solved, links, False, int(frame), state)
         if not want:
             return True
         return StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
@@ -602,13 +669,19 @@ class FastFrame:
                 self.options.avoid is not None and carried_by(rig, frame)):
             chain.left = 0
             return
-        links, _, goals, _ = keyed
+        links, poses, goals, controls = keyed
         try:
-            solved = self._prepared(robot, links).solve(*_goal_arrays(goals), start, whole_posture(solver, robot, frame, start))
-            held = io.holding(np.asarray(solved.joints, dtype=float)).copy()
+            prepared = self._prepared(robot, links)
+            posture = whole_posture(solver, robot, frame, start)
+            solved = prepared.solve(*_goal_arrays(goals), start, posture)
+            joints = np.asarray(solved.joints, dtype=float)
+            held = io.holding(joints).copy()
         except KinemaError:
             chain.left = 0
             return
+        if prepared.repeatable:  # the frame a playback or scrub back meets next replays it (`_replay`)
+            self._keep(self._kept_frames(), frame, chain.held.tobytes(), io, links, poses, controls,
+                       (self.serial, links, posture, poses), solved, joints, held, held.tobytes())
         chain.moved_to(frame, held)
 
 
@@ -875,6 +948,10 @@ def run_pre(scene) -> None:
         SESSION.running = False
 
 
+#: The most frames a live rig's fast frame keeps (`FastFrame._keep`): a playback's and a scrub back's
+#: solved ahead (AHEAD_FRAMES + AHEAD_BACK_FRAMES) fit, with room for the frames played between.
+KEPT_FRAMES = 2048
+
 #: The most frames a live rig solves ahead of the current one for a playback, and behind it for a
 #: scrub back (`solve_ahead`): together well within the frame answers it remembers
 #: (core/solve/_frame.py REMEMBERED), a playback's loop back included.
@@ -950,8 +1027,10 @@ def _pre_frame_holds(scene) -> bool:
             for i, pose in zip(controls, poses):
                 if matrices[16 * i:16 * i + 16].tolist() != pose:
                     mispredicted(rig, io.names[i], SESSION.generation)
+                    SESSION.kept_epoch += 1  # what the pre route kept assumed the prediction
                     return False
             if not io.holds(bones, written):
+                SESSION.kept_epoch += 1
                 return False
     except ReferenceError:  # a rig removed in between
         return False

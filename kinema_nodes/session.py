@@ -75,6 +75,9 @@ class Session:
         self.objects_seen = None  # the file's object count when copied rigs were last looked for
         self.pre = PreFrame()
         self.idle_generation = None  # the generation the idle timer's last turn saw (blender/handlers.py)
+        #: bumped where the live rigs' frames kept by the evaluator (`FastFrame.kept`) must go with no
+        #: new generation: answers forgotten, or Blender evaluated a frame otherwise than the pre route assumed
+        self.kept_epoch = 0
         self.clear()
 
     def clear(self) -> None:
@@ -121,6 +124,7 @@ def compiled_program(tree):
 def forget_answers() -> None:
     """Empty every live rig's remembered frame answers (core/solve/_frame.py): the frames that
     follow are solved as on a first playback."""
+    SESSION.kept_epoch += 1
     for prepared in SESSION.prepared.values():
         prepared.forget()
 

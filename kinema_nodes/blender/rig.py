@@ -356,6 +356,12 @@ class LiveRig:
         the channels the rig now holds, as bytes (what `held` of the next `read` shows)."""
         channel = self.holding(q)
         written = channel.tobytes()
+        self.put(obj, bones, channel, written)
+        return written
+
+    def put(self, obj, bones, channel: np.ndarray, written: bytes) -> None:
+        """Set the channels `channel` (float32, in joint order, as `holding` made them; `written`:
+        its bytes) straight after this frame's `read`; nothing when the rig holds them already."""
         held = self.held.tobytes()
         if written != held:
             self.values[self.flat] = channel
@@ -363,7 +369,6 @@ class LiveRig:
                 if span is None or written[span] != held[span]:
                     bones.foreach_set(path, view)
             obj.update_tag(refresh=_TRANSFORM)
-        return written
 
 
 _TRANSFORM = {"OBJECT"}

@@ -542,3 +542,125 @@ def test_keys_a_script_edits_with_no_update_are_predicted_again_after_one_frame(
         gaps.append(np.abs(np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]).max())
     assert holds.count(False) <= 2 and all(holds[2:]), holds
     assert max(gaps) < 1e-5
+
+
+@pytest.fixture
+def solves(monkeypatch):
+    """A list that grows by one each time a live rig's prepared solve is asked for an answer."""
+    from kinema_nodes.core.solve._entry import PreparedSolve
+
+    calls = []
+    solve = PreparedSolve.solve
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return solve(self, *args, **kwargs)
+
+    monkeypatch.setattr(PreparedSolve, "solve", counted)
+    return calls
+
+
+def test_a_looped_playback_replays_the_frames_it_kept_with_the_joints_the_solve_gives(blender, kernel_calls, solves, monkeypatch):
+    """From the second loop on, with nothing changed, each frame is replayed from what the pre
+    route kept at that frame (`FastFrame._keep`): no control pose, posture or solve is worked out
+    again (#33). The joints are, to the bit, those of the same loop with nothing kept (every frame
+    asked of the prepared solve), and the tool is on the control."""
+    from kinema_nodes import evaluator
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    loops = []
+    for kept in (True, True, True, False):
+        if not kept:
+            monkeypatch.setattr(evaluator.FastFrame, "_kept_frames", lambda self: {})
+        asked = len(solves)
+        seen = []
+        for frame in range(1, 41):
+            scene.frame_set(frame)
+            seen.append(joints_of(rig))
+        loops.append((len(solves) - asked, seen))
+    assert loops[0][0] >= 39, "the first loop solves its frames"
+    assert loops[2][0] == 0, f"the third loop asked the solve {loops[2][0]} times"
+    assert loops[3][0] == 40
+    for replayed, solved in zip(loops[2][1], loops[3][1]):
+        assert np.array_equal(replayed, solved), np.abs(replayed - solved).max()
+    bones = rig.pose.bones
+    assert solver.summary.startswith("converged"), solver.summary
+    gap = np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]
+    assert np.abs(gap).max() < 1e-5
+
+
+def test_a_link_or_posture_a_script_sets_between_frames_is_solved_not_replayed(blender, kernel_calls, solves):
+    """A script may set a target's link index, or the Solver's posture, between two frames with no
+    depsgraph update (no new generation): the frame kept from before is not replayed, the frame
+    is solved for the new link (the readout says so, the link meets the control) and the new
+    posture (the spare joint moves)."""
+    import json
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    robot = robot_of(rig)
+    def play(last):  # a loop's frames 1..last; the joints at each
+        seen = {}
+        for frame in range(1, last + 1):
+            scene.frame_set(frame)
+            seen[frame] = joints_of(rig).copy()
+        return seen
+
+    play(40)
+    looped = play(40)
+    play(19)
+    asked = len(solves)
+    scene.frame_set(20)
+    assert len(solves) == asked, "the loop's frame is replayed"
+    assert np.array_equal(joints_of(rig), looped[20])
+
+    other = "panda_link8"
+    target.link_index = robot.links.index(other) + 1
+    asked = len(solves)
+    scene.frame_set(21)
+    assert len(solves) > asked
+    assert solver.solving_to == other, solver.solving_to
+    bones = rig.pose.bones
+    assert np.abs(np.array(bones[other].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]).max() < 1e-5
+
+    target.link_index = 0
+    play(40)
+    looped = play(40)
+    play(29)
+    posture = json.loads(solver.postures[0].joints)
+    posture["panda_joint3"] = posture["panda_joint3"] + 0.5
+    solver.postures[0].joints = json.dumps(posture)
+    asked = len(solves)
+    scene.frame_set(30)
+    assert len(solves) > asked
+    joint = robot.joint_index("panda_joint3")
+    assert abs(joints_of(rig)[joint] - looped[30][joint]) > 1e-3
+    gap = np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]
+    assert np.abs(gap).max() < 1e-5
+
+
+def test_what_a_live_rig_keeps_is_bounded_and_goes_with_an_edit(blender, kernel_calls, monkeypatch):
+    """The frames kept for replay are at most KEPT_FRAMES (emptied when full, then kept again), and
+    none is kept past an edit (a new generation) or forgotten answers."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.session import forget_answers
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    monkeypatch.setattr(evaluator, "KEPT_FRAMES", 16)
+    sizes = []
+    for frame in range(1, 41):
+        scene.frame_set(frame)
+        sizes.append(len(evaluator.fast_frame(tree, solver.name).kept))
+    assert max(sizes) == 16 and sizes[-1] < 16, sizes
+    forget_answers()
+    scene.frame_set(1)
+    assert len(evaluator.fast_frame(tree, solver.name).kept) == 1
+    solver.budget_ms = 9_000.0  # an edit
+    bpy.context.view_layer.update()
+    scene.frame_set(2)
+    assert len(evaluator.fast_frame(tree, solver.name).kept) <= 1

@@ -544,6 +544,10 @@ class PreparedSolve:
         #: world or a held object is not in them)
         avoid = options.avoid
         self.avoiding_itself = live and avoid is not None and avoid.world is None and not avoid.carried
+        #: whether the last `solve`'s answer is the one the same inputs give again (a frame call's,
+        #: or one remembered by `_remembering`): a live rig may then keep it by its frame
+        #: (evaluator's `FastFrame`); False for an answer the clock or a compile in the background shaped
+        self.repeatable = False
         self.unclocked_ms = min(options.budget_ms, options.budget_ms * self.search_share, SEARCH_ON_MISS_CAP_MS)
 
     def _poll_pyroki(self) -> bool:
@@ -593,18 +597,21 @@ class PreparedSolve:
         own = posture is None
         if own:
             posture = self.options.posture
+        self.repeatable = False
         if self.warming is not None and not self._poll_pyroki():
             self.fast = False  # PyRoki is ready: from now on it answers, warm-started from the rig's pose
         if self.fast:
             # one compiled call: checks, packing, descent, slide and `_finish` (core/solve/_frame.py)
             result = self.frame.solve(positions, wxyz, start, posture, t0, self.note)
             if result is not None:
+                self.repeatable = self.note is None
                 return result
             return self._remembering(self.frame.last_key, t0, lambda: self._general(
                 positions, wxyz, start, self._posed(posture, own), frame_missed=True))
         if self.track:
             result = self.frame.solve(positions, wxyz, start, posture, t0, TRACKING_NOTE)
             if result is not None:
+                self.repeatable = self.note is None
                 return result
             return self._remembering(self.frame.last_key, t0, lambda: self._general(
                 positions, wxyz, start, self._posed(posture, own)))
@@ -632,6 +639,7 @@ class PreparedSolve:
         key = (key, note)
         kept = self.remembered.get(key)
         if kept is not None:
+            self.repeatable = note is None
             return replace(kept, joints=kept.joints.copy(), ms=(time.perf_counter() - t0) * 1000.0)
         began = time.perf_counter()
         result = general()
@@ -641,6 +649,7 @@ class PreparedSolve:
         if ((spent < self.unclocked_ms or result.clocked is False) and self.note == note
                 and result.backend in ("numpy", "pyroki") and type(result.joints) is np.ndarray):
             self.remembered.put(key, replace(result, joints=result.joints.copy()))
+            self.repeatable = note is None
         return result
 
     def forget(self) -> None:
