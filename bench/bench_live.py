@@ -406,7 +406,7 @@ def plain_routes(bpy, backend, frames, passes=5, block=25, first_pass=False) -> 
 def plain_loops(bpy, backend, frames, avoid_self=False, loops=6) -> dict:
     """A looped playback with nothing edited between its loops (keyed location+rotation, loop 5 cm
     in): CPU ms per frame_set of whole loops, two kinds in turn: Kinema replaying the frames it
-    kept (`FastFrame._keep`: the same frame, the rig holding the same channels, nothing changed
+    kept (`KeptFrame`: the same frame, the rig holding the same channels, nothing changed
     since) and Kinema with nothing kept (`FastFrame._kept_frames` patched empty for the loop: each
     frame asks the prepared solve, which finds its answer remembered); then Blender's IK
     constraint over the same loops (after them, not between: switching is an edit, and in the bpy
@@ -646,7 +646,7 @@ def plain_main(args) -> int:
         "switch is one), whose exact inputs the live rig's frame call finds remembered (core/solve/_frame.py); "
         "\"first pass after idle\" forgets them too, then lets the rig solve ahead as Blender's idle timer does "
         "before a playback (`evaluator.solve_ahead` until done, untimed: the idle time), so a first playback after "
-        "an edit and a pause: its frames replay what the idle turns kept (`FastFrame._keep`), as a looped playback "
+        "an edit and a pause: its frames replay what the idle turns kept (`KeptFrame`), as a looped playback "
         "with nothing edited does from its second loop (the table after this one).",
         "",
         "| case | Kinema ms (p95), frames met before | Kinema ms (p95), first pass after idle | Kinema ms (p95), first pass | "
@@ -670,7 +670,7 @@ def plain_main(args) -> int:
     lines += ["", "A looped playback with nothing edited between loops (`plain_loops`; keyed location+rotation, loop "
               f"5 cm in, {args.frames} frames a loop, 6 loops of each Kinema kind in turn, then 3 loops of Blender's "
               "IK constraint after them, not interleaved): \"replayed\" plays frames the live rig kept from the loop "
-              "before (`FastFrame._keep`: the same frame, the rig holding the same channels, nothing changed since), "
+              "before (`KeptFrame`: the same frame, the rig holding the same channels, nothing changed since), "
               "\"asked\" the same loops with nothing kept (each frame asks the prepared solve, which finds its answer "
               "remembered: the \"frames met before\" column above, where each block's switch is an edit and empties "
               "what was kept):", "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 from dataclasses import replace
 
 import numpy as np
@@ -425,8 +426,8 @@ class FastFrame:
         self.targets, self.options, self.weights = targets, options, weights
         self.prepared, self.links = LRU(PREPARED_KEPT), links
         self.serial = SESSION.next_serial()  # in fingerprints: unlike id(), never reused by a later step
-        #: (frame, the channels the rig held before it) -> what the pre route solved and wrote there
-        #: (`_keep`), good while nothing changed (`kept_at`: the generation and `SESSION.kept_epoch`)
+        #: (frame, the channels the rig held before it) -> its KeptFrame, good while nothing changed
+        #: (`kept_at`: the generation and `SESSION.kept_epoch`)
         self.kept, self.kept_at = {}, None
 
     def same_as(self, other) -> bool:
@@ -460,8 +461,8 @@ class FastFrame:
                 t0 = time.perf_counter()
                 kept = self._kept_frames()
                 found = kept.get((frame, held))
-                if found is not None and found[0] is io and self._still(found[4], nodes, robot, solver, frame, start):
-                    return self._replay(found, state, step, solver, rig, bones, frame, want, t0)
+                if found is not None and found.io is io and self._still(found.fingerprint, nodes, robot, solver, frame, start):
+                    return self._replay(found, state, step, solver, rig, bones, frame, held, want, t0)
             keyed = self._keyed(nodes, rig, io, robot, frame)
             if keyed is None:
                 return False
@@ -497,15 +498,8 @@ class FastFrame:
         posture = whole_posture(solver, robot, frame, start)
         path = step.node
         fingerprint = (self.serial, links, posture, poses)
-        if not force and not was_dirty:
-            last = state.last_inputs.get(path)
-            if type(last) is tuple and last[0] == fingerprint and last[1] == held:
-                shown = state.readouts.get(path)  # a plain step: the Solver's own readout
-                if shown is not None:  # the same inputs: the last answer is this frame's answer
-                    shown["frame"] = int(frame)
-                if pre:
-                    SESSION.pre.checks.append((rig, io, controls, poses, last[1]))
-                return None
+        if not force and not was_dirty and _met_again(state, path, fingerprint, held, frame, pre, rig, io, controls):
+            return None
         if not pre:  # the goals, made only for a frame that is solved
             goals = []
             for pose in poses:
@@ -529,35 +523,20 @@ class FastFrame:
         if refused is not None:  # the rig is left as it is, and the Solver says why
             if pre:
                 return False  # said by the post route, from the evaluated frame
-            state.last_inputs[path] = (fingerprint, io.held.tobytes())
+            state.last_inputs[path] = (fingerprint, held)
             _show_readout(solver, step, refused, force, int(frame), state)
             return refused
         written = io.write(rig, bones, joints)
-        state.last_inputs[path] = (fingerprint, written)
-        if pre:
-            SESSION.pre.checks.append((rig, io, controls, poses, written))
-            if kept is not None and prepared.repeatable:
-                self._keep(kept, frame, held, io, links, poses, controls, fingerprint, solved, joints, io.channel.copy(), written)
-        _show_fast(solver, step, solved, links, force, int(frame), state)
-        if not want:
-            return True
-        return StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
+        if kept is not None and prepared.repeatable:
+            kept[(frame, held)] = KeptFrame(io, controls, fingerprint, solved, joints, io.channel.copy(), written)
+        return _written(state, step, solver, rig, io, controls, fingerprint, solved, joints, written, force, frame, want, pre)
 
     def _kept_frames(self) -> dict:
-        """The frames kept by `_keep`, emptied after anything changed since they were kept."""
+        """The frames kept (KeptFrame), emptied after anything changed since they were kept."""
         at = (SESSION.generation, SESSION.kept_epoch)
         if self.kept_at != at or len(self.kept) >= KEPT_FRAMES:
             self.kept, self.kept_at = {}, at
         return self.kept
-
-    @staticmethod
-    def _keep(kept, frame, held: bytes, io, links, poses, controls, fingerprint, solved, joints, channel, written) -> None:
-        """Keep what the pre route solved at `frame` from the rig holding `held`, for `_replay`.
-        Only an answer the same inputs give again (`PreparedSolve.repeatable`): nothing that can
-        change the inputs at that frame (the keys, the tree, the posture, the solver, a grasp)
-        changes without a new generation, and a misprediction Blender's evaluation shows
-        (`_pre_frame_holds`) or forgotten answers bump `SESSION.kept_epoch`."""
-        kept[(frame, held)] = (io, links, poses, controls, fingerprint, solved, joints, channel, written)
 
     def _still(self, fingerprint, nodes, robot, solver, frame, start) -> bool:
         """Whether the links and the posture a kept frame was solved for are this frame's: a script
@@ -571,27 +550,17 @@ class FastFrame:
                 return False
         return whole_posture(solver, robot, frame, start) == fingerprint[2]
 
-    def _replay(self, found, state: TreeState, step, solver, rig, bones, frame, want: bool, t0: float):
-        """`run`'s pre route at a frame kept by `_keep`: the rig written as then, without working out
-        the control's pose, the posture or the solve again (#33: a looped playback, a scrub back,
-        a first playback after the idle turns)."""
-        io, links, poses, controls, fingerprint, solved, joints, channel, written = found
-        path = step.node
-        last = state.last_inputs.get(path)
-        if type(last) is tuple and last[0] == fingerprint and last[1] == io.held.tobytes():
-            shown = state.readouts.get(path)
-            if shown is not None:  # the same inputs: the last answer is this frame's answer
-                shown["frame"] = int(frame)
-            SESSION.pre.checks.append((rig, io, controls, poses, last[1]))
+    def _replay(self, found: KeptFrame, state: TreeState, step, solver, rig, bones, frame, held: bytes, want: bool,
+                t0: float):
+        """`run`'s pre route at a frame kept there: the rig written as then, without working out the
+        control's pose, the posture or the solve again (#33: a looped playback, a scrub back, a
+        first playback after the idle turns)."""
+        if _met_again(state, step.node, found.fingerprint, held, frame, True, rig, found.io, found.controls):
             return None
-        io.put(rig, bones, channel, written)
-        state.last_inputs[path] = (fingerprint, written)
-        SESSION.pre.checks.append((rig, io, controls, poses, written))
-        solved.ms = (time.perf_counter() - t0) * 1000.0
-        _show_fast(solver, step, solved, links, False, int(frame), state)
-        if not want:
-            return True
-        return StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
+        found.io.put(rig, bones, found.channel, found.written)
+        found.solved.ms = (time.perf_counter() - t0) * 1000.0
+        return _written(state, step, solver, rig, found.io, found.controls, found.fingerprint, found.solved, found.joints,
+                        found.written, False, frame, want, True)
 
     def _keyed(self, nodes, rig, io, robot, frame):
         """(links, poses, goals, control bone indices) of a frame whose every control is a bone of
@@ -680,9 +649,55 @@ class FastFrame:
             chain.left = 0
             return
         if prepared.repeatable:  # the frame a playback or scrub back meets next replays it (`_replay`)
-            self._keep(self._kept_frames(), frame, chain.held.tobytes(), io, links, poses, controls,
-                       (self.serial, links, posture, poses), solved, joints, held, held.tobytes())
+            self._kept_frames()[(frame, chain.held.tobytes())] = KeptFrame(
+                io, controls, (self.serial, links, posture, poses), solved, joints, held, held.tobytes())
         chain.moved_to(frame, held)
+
+
+class KeptFrame(NamedTuple):
+    """What the pre route solved and wrote at a frame (`FastFrame.kept`, by the frame and the
+    channels the rig held before it), for `FastFrame._replay`. Only an answer the same inputs give
+    again (`PreparedSolve.repeatable`): nothing that can change the inputs at that frame (the
+    keys, the tree, the solver, a grasp) changes without a new generation, a target's link and
+    the posture are read again (`FastFrame._still`), and a misprediction Blender's evaluation
+    shows (`_pre_frame_holds`) or forgotten answers bump `SESSION.kept_epoch`."""
+
+    io: object  # the LiveRig it was written through
+    controls: list  # the control bones' indices (the post check's)
+    fingerprint: tuple  # (fast frame serial, links, posture, control poses)
+    solved: object  # the SolveResult
+    joints: np.ndarray
+    channel: np.ndarray  # what `LiveRig.holding` made of the joints
+    written: bytes  # channel's bytes
+
+
+def _met_again(state: TreeState, path: str, fingerprint: tuple, held: bytes, frame, pre: bool, rig, io, controls) -> bool:
+    """Whether the step at `path` meets the inputs of its last frame again (the rig holding what
+    that frame wrote): its last answer is this frame's, the readout says which frame, and the pre
+    route's check is queued."""
+    last = state.last_inputs.get(path)
+    if type(last) is not tuple or last[0] != fingerprint or last[1] != held:
+        return False
+    shown = state.readouts.get(path)  # a plain step: the Solver's own readout
+    if shown is not None:
+        shown["frame"] = int(frame)
+    if pre:
+        SESSION.pre.checks.append((rig, io, controls, fingerprint[3], held))
+    return True
+
+
+def _written(state: TreeState, step, solver, rig, io, controls, fingerprint: tuple, solved, joints, written: bytes, force: bool,
+             frame, want: bool, pre: bool):
+    """A fast frame written: its inputs remembered, the pre route's check queued, the readout
+    shown; `FastFrame.run`'s result."""
+    links, poses = fingerprint[1], fingerprint[3]
+    state.last_inputs[step.node] = (fingerprint, written)
+    if pre:
+        SESSION.pre.checks.append((rig, io, controls, poses, written))
+    _show_fast(solver, step, solved, links, force, int(frame), state)
+    if not want:
+        return True
+    return StepResult(step.node, step.rig, joints, links, summarise(solved), solved.ms, solved.converged, solved)
 
 
 class Chain:
@@ -948,7 +963,7 @@ def run_pre(scene) -> None:
         SESSION.running = False
 
 
-#: The most frames a live rig's fast frame keeps (`FastFrame._keep`): a playback's and a scrub back's
+#: The most frames a live rig's fast frame keeps (KeptFrame): a playback's and a scrub back's
 #: solved ahead (AHEAD_FRAMES + AHEAD_BACK_FRAMES) fit, with room for the frames played between.
 KEPT_FRAMES = 2048
 

@@ -562,7 +562,7 @@ def solves(monkeypatch):
 
 def test_a_looped_playback_replays_the_frames_it_kept_with_the_joints_the_solve_gives(blender, kernel_calls, solves, monkeypatch):
     """From the second loop on, with nothing changed, each frame is replayed from what the pre
-    route kept at that frame (`FastFrame._keep`): no control pose, posture or solve is worked out
+    route kept at that frame (`KeptFrame`): no control pose, posture or solve is worked out
     again (#33). The joints are, to the bit, those of the same loop with nothing kept (every frame
     asked of the prepared solve), and the tool is on the control."""
     from kinema_nodes import evaluator
