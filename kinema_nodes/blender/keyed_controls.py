@@ -22,13 +22,19 @@ Taken only where nothing else can move the control (anything else keeps the post
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..core.graph.program import bone_goal
 
 _F32 = np.float32
-#: (rig pointer, bone name) -> (generation, KeyedControl or None, the generation it last mispredicted at)
+#: (rig pointer, bone name) -> (generation, KeyedControl or None, Misses)
 _CACHE: dict = {}
+#: Frames a control that missed twice at one generation is left to the post route before it is
+#: predicted again; doubled at each miss after, up to `LEFT_AT_MOST`.
+LEFT_FOR = 32
+LEFT_AT_MOST = 4096
 
 
 def reset_caches() -> None:
@@ -161,20 +167,35 @@ _SQRT2 = float(np.sqrt(2.0))  # M_SQRT2: the double nearest the square root of 2
 
 
 
+class Misses(NamedTuple):
+    """How often a control's prediction missed at one generation, and for how many more asks it is
+    left to the post route."""
+
+    generation: int | None = None
+    count: int = 0
+    left: int = 0
+
+
 def keyed_control(rig, bone_name: str, written_bones, generation: int) -> KeyedControl | None:
     """The control's KeyedControl, or None where its pose may come from anything but its own
-    F-curves (module doc). Checked again after anything could have changed (`generation`)."""
+    F-curves (module doc), or while it is left to the post route after its misses
+    (`mispredicted`). Checked again after anything could have changed (`generation`)."""
     key = (rig.as_pointer(), bone_name)
     found = _CACHE.get(key)
+    misses = Misses() if found is None else found[2]
     if found is not None and found[0] == generation:
-        return found[1]
+        if misses.left > 1:
+            _CACHE[key] = (generation, None, misses._replace(left=misses.left - 1))
+            return None
+        if misses.left == 0:
+            return found[1]
     try:
         keyed = _build(rig, bone_name, written_bones)
     except (AttributeError, KeyError, TypeError, ValueError, IndexError, ReferenceError):
         keyed = None
     if len(_CACHE) >= 32:
         _CACHE.clear()
-    _CACHE[key] = (generation, keyed, None if found is None else found[2])
+    _CACHE[key] = (generation, keyed, misses._replace(left=0))
     return keyed
 
 
@@ -182,16 +203,20 @@ def mispredicted(rig, bone_name: str, generation: int) -> None:
     """Blender evaluated the control elsewhere than its KeyedControl said (`frame_change_post`'s
     check). F-curves a script edits with no depsgraph update before the next frame change leave
     the generation where it was, so the control is built again from its F-curves for the next
-    frame; one that misses again at this generation is not predicted until the next edit (the
-    post route solves it, once a frame, instead of both routes)."""
+    frame. One that misses again at this generation is left to the post route (which solves it
+    once a frame, instead of both routes) for `LEFT_FOR` frames, then predicted again, twice as
+    long after each further miss: a script that edits keys now and then, with no edit Blender
+    sees, would otherwise leave every later frame to the post route."""
     key = (rig.as_pointer(), bone_name)
     found = _CACHE.get(key)
     if found is None or found[0] != generation:
         return
-    if found[2] == generation:
-        _CACHE[key] = (generation, None, generation)
+    misses = found[2]
+    count = misses.count + 1 if misses.generation == generation else 1
+    if count == 1:
+        _CACHE[key] = (None, None, Misses(generation, 1, 0))
     else:
-        _CACHE[key] = (None, None, generation)
+        _CACHE[key] = (generation, None, Misses(generation, count, min(LEFT_FOR << (count - 2), LEFT_AT_MOST)))
 
 
 _DEFAULT_FLAGS = (False, True, "FULL", True)  # use_connect, use_inherit_rotation, inherit_scale, use_local_location

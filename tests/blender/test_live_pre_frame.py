@@ -544,6 +544,40 @@ def test_keys_a_script_edits_with_no_update_are_predicted_again_after_one_frame(
     assert max(gaps) < 1e-5
 
 
+def test_keys_a_script_edits_now_and_then_leave_the_control_to_the_post_route_for_a_while_not_for_good(blender, monkeypatch):
+    """Two key edits by a script with no depsgraph update between (one generation) make two
+    misses: the control is then left to the post route for `LEFT_FOR` frames and predicted
+    again after (a script never makes the edit that would otherwise bring the pre route back);
+    the joints are the post route's all along."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.blender import keyed_controls
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    for frame in range(1, 42):
+        scene.frame_set(frame)
+    bone = rig.pose.bones[target.control_bone]
+    holds = []
+    check = evaluator._pre_frame_holds
+    monkeypatch.setattr(evaluator, "_pre_frame_holds", lambda scene: holds.append(check(scene)) or holds[-1])
+    gaps = []
+    for edit in (9, 25):
+        scene.frame_set(edit)
+        bone.location.y += 0.02
+        bone.keyframe_insert("location", frame=edit)
+        for frame in range(edit - 7, edit):
+            scene.frame_set(frame)
+    assert holds.count(False) >= 2 and not any(holds[-5:]), holds  # a miss each edit, then the post route
+    holds.clear()
+    for i in range(2 * keyed_controls.LEFT_FOR):
+        scene.frame_set(1 + i % 41)
+        bones = rig.pose.bones
+        gaps.append(np.abs(np.array(bones[target.link_name].matrix)[:3, 3] - np.array(bones[target.control_bone].matrix)[:3, 3]).max())
+    assert all(holds[keyed_controls.LEFT_FOR:]), holds
+    assert max(gaps) < 1e-5
+
+
 @pytest.fixture
 def solves(monkeypatch):
     """A list that grows by one each time a live rig's prepared solve is asked for an answer."""
