@@ -426,8 +426,9 @@ class FastFrame:
         self.targets, self.options, self.weights = targets, options, weights
         self.prepared, self.links = LRU(PREPARED_KEPT), links
         self.serial = SESSION.next_serial()  # in fingerprints: unlike id(), never reused by a later step
-        #: (frame, the channels the rig held before it) -> its KeptFrame, good while nothing changed
-        #: (`kept_at`: the generation and `SESSION.kept_epoch`)
+        #: (frame, the channels the rig held before it) -> its KeptFrame, good until answers are
+        #: forgotten or a prediction misses (`kept_at`: `SESSION.kept_epoch`); across an edit, each
+        #: is checked against the keys once (`run`)
         self.kept, self.kept_at = {}, None
 
     def same_as(self, other) -> bool:
@@ -451,7 +452,7 @@ class FastFrame:
         static = tree.animation_data is None  # read each frame: a script may key the tree between frames
         if self.options.avoid is not None and carried_by(rig, frame):
             return False  # what a grasp holds is kept clear too: frame_inputs reads it (the general path)
-        kept = None
+        kept = keyed = None
         if pre:
             if not static:
                 return False  # the tree's keyed settings are not evaluated for this frame yet
@@ -462,8 +463,17 @@ class FastFrame:
                 kept = self._kept_frames()
                 found = kept.get((frame, held))
                 if found is not None and found.io is io and self._still(found.fingerprint, nodes, robot, solver, frame, start):
-                    return self._replay(found, state, step, solver, rig, bones, frame, held, want, t0)
-            keyed = self._keyed(nodes, rig, io, robot, frame)
+                    if found.generation == SESSION.generation:
+                        return self._replay(found, state, step, solver, rig, bones, frame, held, want, t0)
+                    # an edit since (any depsgraph update: a selection, another object moved, a key):
+                    # replayed where the keys still give the controls the poses it was solved for
+                    keyed = self._keyed(nodes, rig, io, robot, frame)
+                    if keyed is not None and (keyed[0], keyed[1], keyed[3]) == (
+                            found.fingerprint[1], found.fingerprint[3], found.controls):
+                        found = kept[(frame, held)] = found._replace(generation=SESSION.generation)
+                        return self._replay(found, state, step, solver, rig, bones, frame, held, want, t0)
+            if keyed is None:
+                keyed = self._keyed(nodes, rig, io, robot, frame)
             if keyed is None:
                 return False
             links, poses, goals, controls = keyed
@@ -528,14 +538,15 @@ class FastFrame:
             return refused
         written = io.write(rig, bones, joints)
         if kept is not None and prepared.repeatable:
-            kept[(frame, held)] = KeptFrame(io, controls, fingerprint, solved, joints, io.channel.copy(), written)
+            kept[(frame, held)] = KeptFrame(io, controls, fingerprint, solved, joints, io.channel.copy(), written,
+                                            SESSION.generation)
         return _written(state, step, solver, rig, io, controls, fingerprint, solved, joints, written, force, frame, want, pre)
 
     def _kept_frames(self) -> dict:
-        """The frames kept (KeptFrame), emptied after anything changed since they were kept."""
-        at = (SESSION.generation, SESSION.kept_epoch)
-        if self.kept_at != at or len(self.kept) >= KEPT_FRAMES:
-            self.kept, self.kept_at = {}, at
+        """The frames kept (KeptFrame), emptied after forgotten answers or a missed prediction
+        (`SESSION.kept_epoch`), or when full."""
+        if self.kept_at != SESSION.kept_epoch or len(self.kept) >= KEPT_FRAMES:
+            self.kept, self.kept_at = {}, SESSION.kept_epoch
         return self.kept
 
     def _still(self, fingerprint, nodes, robot, solver, frame, start) -> bool:
@@ -650,17 +661,19 @@ class FastFrame:
             return
         if prepared.repeatable:  # the frame a playback or scrub back meets next replays it (`_replay`)
             self._kept_frames()[(frame, chain.held.tobytes())] = KeptFrame(
-                io, controls, (self.serial, links, posture, poses), solved, joints, held, held.tobytes())
+                io, controls, (self.serial, links, posture, poses), solved, joints, held, held.tobytes(), SESSION.generation)
         chain.moved_to(frame, held)
 
 
 class KeptFrame(NamedTuple):
     """What the pre route solved and wrote at a frame (`FastFrame.kept`, by the frame and the
     channels the rig held before it), for `FastFrame._replay`. Only an answer the same inputs give
-    again (`PreparedSolve.repeatable`): nothing that can change the inputs at that frame (the
-    keys, the tree, the solver, a grasp) changes without a new generation, a target's link and
-    the posture are read again (`FastFrame._still`), and a misprediction Blender's evaluation
-    shows (`_pre_frame_holds`) or forgotten answers bump `SESSION.kept_epoch`."""
+    again (`PreparedSolve.repeatable`). A target's link and the posture are read again each time
+    (`FastFrame._still`: a script may set them with no new generation); after a new generation the
+    controls' poses at the frame are worked out from the keys once and compared (an edit to the
+    tree, the solver or the robot makes a new FastFrame, with nothing kept); a misprediction
+    Blender's evaluation shows (`_pre_frame_holds`) or forgotten answers bump `SESSION.kept_epoch`,
+    which empties them all."""
 
     io: object  # the LiveRig it was written through
     controls: list  # the control bones' indices (the post check's)
@@ -669,6 +682,7 @@ class KeptFrame(NamedTuple):
     joints: np.ndarray
     channel: np.ndarray  # what `LiveRig.holding` made of the joints
     written: bytes  # channel's bytes
+    generation: int  # the last generation its control poses were the keys' (`run` checks them once after an edit)
 
 
 def _met_again(state: TreeState, path: str, fingerprint: tuple, held: bytes, frame, pre: bool, rig, io, controls) -> bool:

@@ -625,6 +625,52 @@ def test_a_looped_playback_replays_the_frames_it_kept_with_the_joints_the_solve_
     assert np.abs(gap).max() < 1e-5
 
 
+def test_frames_kept_outlive_an_edit_where_the_keys_still_give_their_controls_poses(blender, kernel_calls, solves, monkeypatch):
+    """Any depsgraph update is a new generation (another object moved, a selection). The frames a
+    loop kept are replayed after one where the keys still pose the control as they were solved
+    for (each checked once), and solved where an edited key moved it; the joints are, to the bit,
+    those of the same loop with nothing kept."""
+    from kinema_nodes import evaluator
+    from kinema_nodes.session import SESSION
+
+    bpy = blender
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+
+    def play():
+        asked, seen = len(solves), []
+        for frame in range(1, 41):
+            scene.frame_set(frame)
+            seen.append(joints_of(rig).copy())
+        return len(solves) - asked, seen
+
+    play()
+    play()
+    generation = SESSION.generation
+    other = bpy.data.objects.new("elsewhere", None)
+    scene.collection.objects.link(other)
+    bpy.context.view_layer.update()
+    other.location.x += 1.0
+    bpy.context.view_layer.update()
+    assert SESSION.generation != generation, "the edits above are new generations"
+    asked, unrelated = play()
+    assert asked == 0, f"after an edit that moves no key, the loop asked the solve {asked} times"
+
+    bone = rig.pose.bones[target.control_bone]
+    scene.frame_set(17)
+    bone.location.y += 0.01
+    bone.keyframe_insert("location", frame=17)
+    bpy.context.view_layer.update()
+    asked, edited = play()
+    assert 8 <= asked, "the frames the moved key changes are solved"
+    scene.frame_set(40)  # where each loop ended: the next starts from the same channels
+    monkeypatch.setattr(evaluator.FastFrame, "_kept_frames", lambda self: {})
+    _, solved = play()
+    for replayed, fresh in zip(edited, solved):
+        assert np.array_equal(replayed, fresh), np.abs(replayed - fresh).max()
+    assert solver.summary.startswith("converged"), solver.summary
+
+
 def test_a_link_or_posture_a_script_sets_between_frames_is_solved_not_replayed(blender, kernel_calls, solves):
     """A script may set a target's link index, or the Solver's posture, between two frames with no
     depsgraph update (no new generation): the frame kept from before is not replayed, the frame
