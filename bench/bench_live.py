@@ -405,10 +405,13 @@ def plain_routes(bpy, backend, frames, passes=5, block=25, first_pass=False) -> 
 
 def plain_loops(bpy, backend, frames, avoid_self=False, loops=6) -> dict:
     """A looped playback with nothing edited between its loops (keyed location+rotation, loop 5 cm
-    in): CPU ms per frame_set of whole loops, two kinds in turn: Kinema replaying the frames it
-    kept (`KeptFrame`: the same frame, the rig holding the same channels, nothing changed
-    since) and Kinema with nothing kept (`FastFrame._kept_frames` patched empty for the loop: each
-    frame asks the prepared solve, which finds its answer remembered); then Blender's IK
+    in): CPU ms per frame_set of whole loops, three kinds in turn: Kinema replaying the frames it
+    kept (`KeptFrame`: the same frame, the rig holding the same channels, nothing forgotten
+    since), the same after an edit elsewhere before the loop (another object moved, then the
+    depsgraph update a user's move brings: a new generation, so each kept frame's control pose is
+    compared once with what the keys give) and Kinema with nothing kept (`FastFrame._kept_frames`
+    patched empty for the loop: each frame asks the prepared solve, which finds its answer
+    remembered); then Blender's IK
     constraint over the same loops (after them, not between: switching is an edit, and in the bpy
     module the control's prediction then stayed off for later loops, which the interleaved
     tables above do not meet since they set the rig before each block)."""
@@ -416,7 +419,9 @@ def plain_loops(bpy, backend, frames, avoid_self=False, loops=6) -> dict:
 
     scene, tree, solver, constraint = plain_scene(bpy, backend, True, 0.05, frames, avoid_self)
     kept_frames = evaluator.FastFrame._kept_frames
-    times = {"replayed": [], "asked": [], "blender": []}
+    times = {"replayed": [], "edited": [], "asked": [], "blender": []}
+    elsewhere = bpy.data.objects.new("elsewhere", None)
+    scene.collection.objects.link(elsewhere)
 
     def loop(cpu=None):
         for frame in range(1, frames + 1):
@@ -429,9 +434,12 @@ def plain_loops(bpy, backend, frames, avoid_self=False, loops=6) -> dict:
     loop()
     try:
         for done in range(loops):
-            for mode in ("replayed", "asked") if done % 2 == 0 else ("asked", "replayed"):
+            for mode in ("replayed", "edited", "asked") if done % 2 == 0 else ("asked", "edited", "replayed"):
                 if mode == "asked":
                     evaluator.FastFrame._kept_frames = lambda self: {}
+                if mode == "edited":
+                    elsewhere.location.x += 0.01
+                    bpy.context.view_layer.update()
                 loop(times[mode])
                 evaluator.FastFrame._kept_frames = kept_frames
     finally:
@@ -671,19 +679,22 @@ def plain_main(args) -> int:
               f"5 cm in, {args.frames} frames a loop, 6 loops of each Kinema kind in turn, then 3 loops of Blender's "
               "IK constraint after them, not interleaved): \"replayed\" plays frames the live rig kept from the loop "
               "before (`KeptFrame`: the same frame, the rig holding the same channels, nothing changed since), "
+              "\"after an edit elsewhere\" the same with another object moved before the loop (a new generation: "
+              "each kept frame's control pose is compared once with what the keys give now), "
               "\"asked\" the same loops with nothing kept (each frame asks the prepared solve, which finds its answer "
-              "remembered: the \"frames met before\" column above, where each block's switch is an edit and empties "
-              "what was kept):", "",
-              "| case | replayed ms (p95) | asked ms (p95) | replayed / asked (median of each turn's pair) | "
-              "Blender IK ms (p95), after | replayed / Blender IK |", "|---|---|---|---|---|---|"]
+              "remembered: the \"frames met before\" column above, where each block's switch sets the Solver's Live, "
+              "which makes a new fast frame with nothing kept):", "",
+              "| case | replayed ms (p95) | after an edit elsewhere ms (p95) | asked ms (p95) | replayed / asked (median of "
+              "each turn's pair) | Blender IK ms (p95), after | replayed / Blender IK | after an edit elsewhere / Blender IK |",
+              "|---|---|---|---|---|---|---|---|"]
     for backend, avoid_self in (("NUMPY", False), ("PYROKI", False), ("NUMPY", True), ("PYROKI", True)):
         t = plain_loops(bpy, backend, args.frames, avoid_self)
-        r, a, b = t["replayed"], t["asked"], t["blender"]
+        r, e, a, b = t["replayed"], t["edited"], t["asked"], t["blender"]
         n = args.frames
         pairs = med(med(r[i:i + n]) / med(a[i:i + n]) for i in range(0, len(r), n))
         row = (f"| {backend}{', Avoid Collisions (Self) on' if avoid_self else ''} | {med(r):.3f} ({percentile(r, 95):.3f}) | "
-               f"{med(a):.3f} ({percentile(a, 95):.3f}) | {pairs:.3f} | {med(b):.3f} ({percentile(b, 95):.3f}) | "
-               f"{med(r) / med(b):.2f}× |")
+               f"{med(e):.3f} ({percentile(e, 95):.3f}) | {med(a):.3f} ({percentile(a, 95):.3f}) | {pairs:.3f} | "
+               f"{med(b):.3f} ({percentile(b, 95):.3f}) | {med(r) / med(b):.2f}× | {med(e) / med(b):.2f}× |")
         print(row, flush=True)
         lines.append(row)
     lines += ["", "Solving before Blender evaluates the frame (`frame_change_pre`, the keyed control's pose from its "

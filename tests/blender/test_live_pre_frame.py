@@ -724,7 +724,7 @@ def test_a_link_or_posture_a_script_sets_between_frames_is_solved_not_replayed(b
 
 def test_what_a_live_rig_keeps_is_bounded_and_goes_with_an_edit(blender, kernel_calls, monkeypatch):
     """The frames kept for replay are at most KEPT_FRAMES (emptied when full, then kept again), and
-    none is kept past an edit (a new generation) or forgotten answers."""
+    none is kept past forgotten answers or an edit to the Solver (its options: a new fast frame)."""
     from kinema_nodes import evaluator
     from kinema_nodes.session import forget_answers
 
