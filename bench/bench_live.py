@@ -306,6 +306,7 @@ def plain_case(bpy, backend, rotate, inward, frames, block=25, avoid_self=False)
     playback: answers remembered) / Blender IK / no IK in interleaved blocks, with the restart
     batches and readout summaries over Kinema's first-pass frames."""
     from kinema_nodes import evaluator
+    from kinema_nodes.blender import keyed_controls
     from kinema_nodes.core.solve import restart_count
     from kinema_nodes.session import forget_answers, readout_of
 
@@ -333,6 +334,8 @@ def plain_case(bpy, backend, rotate, inward, frames, block=25, avoid_self=False)
             scene.frame_set(settle)  # the switch settles here, untimed
             if mode in ("first", "idle"):
                 forget_answers()
+            if mode == "first":  # the control's poses worked out anew, as after a key edit
+                keyed_controls.reset_caches()
             if mode == "idle":  # Blender idle before the playback: the timer's turns, untimed
                 while evaluator.solve_ahead(scene, 1000.0):
                     pass
@@ -649,7 +652,8 @@ def plain_main(args) -> int:
         "(Kinema / Blender's IK constraint on panda_link7, chain 7 / no IK). Restart batches = batches of random "
         "seeds drawn on Kinema's frames (`restart_count`); 0 means every frame stayed on the compiled fast path. "
         "Two Kinema columns, in the same interleaving: \"first pass\" forgets the frames' remembered answers before "
-        "each of its blocks (`forget_answers`), so every frame runs the kernel, as on a first playback or a drag; "
+        "each of its blocks (`forget_answers`), and the control's poses from its keys (`keyed_controls.reset_caches`), "
+        "so every frame runs the kernel, as on a first playback after a key edit, or a drag; "
         "\"frames met before\" plays frames solved already (a looped playback right after an edit: each block's "
         "switch is one), whose exact inputs the live rig's frame call finds remembered (core/solve/_frame.py); "
         "\"first pass after idle\" forgets them too, then lets the rig solve ahead as Blender's idle timer does "

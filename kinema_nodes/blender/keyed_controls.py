@@ -44,9 +44,10 @@ def reset_caches() -> None:
 class KeyedControl:
     """One control bone's F-curves and the static part of its pose (its parent transform)."""
 
-    __slots__ = ("curves", "constants", "rotscale", "columns", "poses", "goals", "rig", "action", "pointers")
+    __slots__ = ("curves", "constants", "rotscale", "columns", "poses", "goals", "rig", "action", "pointers",
+                 "signature")
 
-    def __init__(self, curves, constants, rotscale, rig, action, pointers):
+    def __init__(self, curves, constants, rotscale, rig, action, pointers, signature):
         #: ten channels (location 3, rotation_quaternion 4, scale 3): the F-curve's place in its
         #: channel bag, or None (constant)
         self.curves = curves
@@ -59,10 +60,14 @@ class KeyedControl:
         self.rotscale = rotscale  # float32 [column][row]: the parent transform's rotscale (= loc) matrix
         self.columns = [rotscale[k].tolist() for k in range(4)]
         #: frame -> pose: a scrub or a looped playback meets each frame again, and the keys have not
-        #: changed while this object lives (it is made again after every depsgraph update; a key a
-        #: script moves without one is caught after the evaluation, which solves again)
+        #: changed while this object lives (it is checked again after every depsgraph update, and
+        #: kept only where its `signature` is the same; a key a script moves without one is caught
+        #: after the evaluation, which solves again)
         self.poses: dict = {}
         self.goals: dict = {}  # frame -> (pose, position, wxyz): `goal`
+        #: everything its poses are made from (`_signature`); one built again after an edit with the
+        #: same signature is this one, whose poses stand
+        self.signature = signature
 
     def goal(self, frame: float) -> tuple | None:
         """(`pose`, its position, its rotation as wxyz, both as arrays) at `frame`, made once per frame met (a
@@ -193,6 +198,8 @@ def keyed_control(rig, bone_name: str, written_bones, generation: int) -> KeyedC
         keyed = _build(rig, bone_name, written_bones)
     except (AttributeError, KeyError, TypeError, ValueError, IndexError, ReferenceError):
         keyed = None
+    if keyed is not None and found is not None and found[1] is not None and found[1].signature == keyed.signature:
+        keyed = found[1]  # an edit elsewhere (a selection, another object): the poses worked out stand
     if len(_CACHE) >= 32:
         _CACHE.clear()
     _CACHE[key] = (generation, keyed, misses._replace(left=0))
@@ -288,5 +295,37 @@ def _build(rig, bone_name: str, written_bones) -> KeyedControl | None:
             offset[:, 2:3] * parent_pose[2] + offset[:, 3:4] * parent_pose[3])
     if not np.isfinite(rotscale).all():
         return None
-    pointers = tuple(curve.as_pointer() for curve in channelbag.fcurves)
-    return KeyedControl(curves, constants, rotscale.astype(_F32), rig, action.as_pointer(), pointers)
+    fcurves = channelbag.fcurves
+    pointers = tuple(curve.as_pointer() for curve in fcurves)
+    rotscale = rotscale.astype(_F32)
+    signature = _signature(fcurves, curves, constants, rotscale, action.as_pointer(), pointers)
+    return KeyedControl(curves, constants, rotscale, rig, action.as_pointer(), pointers, signature)
+
+
+#: What a key holds that its F-curve's value between keys is made from (foreach_get: name, floats a key)
+_KEY_FIELDS = (("co", 2), ("handle_left", 2), ("handle_right", 2), ("interpolation", 1), ("easing", 1),
+               ("back", 1), ("amplitude", 1), ("period", 1))
+
+
+def _signature(fcurves, curves, constants, rotscale, action: int, pointers: tuple) -> tuple | None:
+    """Everything a KeyedControl's poses are made from: its curves' keys (each field of
+    `_KEY_FIELDS`) and extrapolation, the values of the channels not keyed, the parent transform
+    and the curves' addresses; None (never equal) where a curve has a modifier, whose settings are not read here.
+    Equal signatures give equal poses; one that misses something costs no wrong answer, since
+    frame_change_post checks each prediction against Blender's evaluation."""
+    keys = []
+    for place in curves:
+        if place is None:
+            continue
+        curve = fcurves[place]
+        if len(curve.modifiers):
+            return None
+        points = curve.keyframe_points
+        count = len(points)
+        for field, width in _KEY_FIELDS:
+            values = np.empty(count * width, dtype=np.float64)
+            points.foreach_get(field, values)
+            keys.append(values.tobytes())
+        keys.append(curve.extrapolation)
+    unkeyed = tuple(value for place, value in zip(curves, constants) if place is None)  # a keyed channel's value is the frame's
+    return (tuple(curves), unkeyed, rotscale.tobytes(), action, pointers, tuple(keys))

@@ -46,19 +46,32 @@ def _panda_with_keyed_control(bpy, *, scale=False):
     return rig, tree, target, solver
 
 
+def _recorded_checks(monkeypatch) -> list:
+    """A list that grows by frame_change_post's check of each pre-route frame: True where what the
+    pre route assumed held after Blender's evaluation."""
+    from kinema_nodes import evaluator
+
+    holds = []
+    check = evaluator._pre_frame_holds
+    monkeypatch.setattr(evaluator, "_pre_frame_holds", lambda scene: holds.append(check(scene)) or holds[-1])
+    return holds
+
+
+def _played_panda(bpy, last: int):
+    """`_panda_with_keyed_control`, its keyed loop played once to `last`: (rig, target, scene, control bone)."""
+    rig, tree, target, solver = _panda_with_keyed_control(bpy)
+    scene = bpy.context.scene
+    for frame in range(1, last + 1):
+        scene.frame_set(frame)
+    return rig, target, scene, rig.pose.bones[target.control_bone]
+
+
 def _scrub_both_routes(bpy, rig, target, monkeypatch, frames=FRAMES):
     """{route: [(joints, tool pose, control pose) per frame]}, each route from the same start,
     and how often frame_change_post found frame_change_pre's answer standing."""
     from kinema_nodes import evaluator
 
-    holds = []
-    check = evaluator._pre_frame_holds
-
-    def counted(scene):
-        holds.append(check(scene))
-        return holds[-1]
-
-    monkeypatch.setattr(evaluator, "_pre_frame_holds", counted)
+    holds = _recorded_checks(monkeypatch)
     start = joints_of(rig).copy()
     seen = {}
     for pre in (True, False):
@@ -100,6 +113,47 @@ def test_the_predicted_control_pose_is_blenders_evaluated_pose_to_the_bit(blende
         bpy.context.scene.frame_set(frame)
         evaluated = np.array(rig.pose.bones[target.control_bone].matrix, dtype=np.float32).T.ravel()
         assert np.array_equal(np.array(predicted, dtype=np.float32), evaluated), frame
+
+
+def test_a_controls_poses_outlive_an_edit_elsewhere_but_not_an_edit_to_its_keys(blender, monkeypatch):
+    """A new generation builds the control's KeyedControl again. After an edit elsewhere (another
+    object moved) it is the one before, with the poses it worked out; after an edit to one of its
+    keys (its value, its interpolation, a curve modifier) it is a new one, and the prediction
+    still holds on every frame (frame_change_post's check)."""
+    from kinema_nodes.blender.keyed_controls import keyed_control
+    from kinema_nodes.blender.rig import live_rig
+    from kinema_nodes.session import SESSION
+
+    bpy = blender
+    rig, target, scene, bone = _played_panda(bpy, 40)
+    written = live_rig(rig, robot_of(rig), rig.pose.bones).written
+
+    def keyed():
+        return keyed_control(rig, target.control_bone, written, SESSION.generation)
+
+    before = keyed()
+    assert before is not None and len(before.poses) >= 40
+    other = bpy.data.objects.new("elsewhere", None)
+    scene.collection.objects.link(other)
+    bpy.context.view_layer.update()
+    assert keyed() is before
+    from kinema_nodes.blender.animation import fcurves
+
+    curve = next(c for c in fcurves(rig) if c.data_path == f'pose.bones["{target.control_bone}"].location'
+                 and c.array_index == 0)
+    holds = _recorded_checks(monkeypatch)
+    for edit in (lambda: setattr(curve.keyframe_points[2].co, "y", curve.keyframe_points[2].co.y + 0.01),
+                 lambda: setattr(curve.keyframe_points[1], "interpolation", "LINEAR"),
+                 lambda: curve.modifiers.new("NOISE")):
+        edit()
+        curve.update()
+        bpy.context.view_layer.update()
+        now = keyed()
+        assert now is not before and (now is None or not now.poses)
+        before = now
+        for frame in range(1, 41):
+            scene.frame_set(frame)
+    assert len(holds) >= 80 and all(holds[:80]), holds
 
 
 def test_the_pre_evaluation_route_gives_the_post_route_pose_scrubbing_both_ways(blender, monkeypatch):
@@ -521,20 +575,11 @@ def test_keys_a_script_edits_with_no_update_are_predicted_again_after_one_frame(
     moves the generation, so the pre route's prediction is stale. frame_change_post's check sees
     it once, the control is built again from its F-curves, and from the next frame the check
     holds (one solve a frame, not two); the joints are the post route's all along."""
-    from kinema_nodes import evaluator
-
-    bpy = blender
-    rig, tree, target, solver = _panda_with_keyed_control(bpy)
-    scene = bpy.context.scene
-    for frame in range(1, 41):
-        scene.frame_set(frame)
-    bone = rig.pose.bones[target.control_bone]
+    rig, target, scene, bone = _played_panda(blender, 40)
     scene.frame_set(9)
     bone.location.y += 0.02
     bone.keyframe_insert("location", frame=9)
-    holds = []
-    check = evaluator._pre_frame_holds
-    monkeypatch.setattr(evaluator, "_pre_frame_holds", lambda scene: holds.append(check(scene)) or holds[-1])
+    holds = _recorded_checks(monkeypatch)
     gaps = []
     for frame in range(2, 9):
         scene.frame_set(frame)
@@ -549,18 +594,10 @@ def test_keys_a_script_edits_now_and_then_leave_the_control_to_the_post_route_fo
     misses: the control is then left to the post route for `LEFT_FOR` frames and predicted
     again after (a script never makes the edit that would otherwise bring the pre route back);
     the joints are the post route's all along."""
-    from kinema_nodes import evaluator
     from kinema_nodes.blender import keyed_controls
 
-    bpy = blender
-    rig, tree, target, solver = _panda_with_keyed_control(bpy)
-    scene = bpy.context.scene
-    for frame in range(1, 42):
-        scene.frame_set(frame)
-    bone = rig.pose.bones[target.control_bone]
-    holds = []
-    check = evaluator._pre_frame_holds
-    monkeypatch.setattr(evaluator, "_pre_frame_holds", lambda scene: holds.append(check(scene)) or holds[-1])
+    rig, target, scene, bone = _played_panda(blender, 41)
+    holds = _recorded_checks(monkeypatch)
     gaps = []
     for edit in (9, 25):
         scene.frame_set(edit)
