@@ -36,11 +36,12 @@ __all__ = ("changed_outside", "compiled_program", "mark_dirty", "readout", "read
 
 def forget_all() -> None:
     """Drop every cache (a new file was loaded)."""
-    from .blender import plan_between_keys, postures
+    from .blender import keyed_controls, plan_between_keys, postures
 
     SESSION.clear()
     postures.clear_cache()
     plan_between_keys.reset_caches()
+    keyed_controls.reset_caches()  # keyed by the rig's address, which the new file's objects may reuse
 
 
 def reset_caches() -> None:

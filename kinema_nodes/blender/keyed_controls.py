@@ -200,6 +200,7 @@ def keyed_control(rig, bone_name: str, written_bones, generation: int) -> KeyedC
         keyed = None
     if keyed is not None and found is not None and found[1] is not None and found[1].signature == keyed.signature:
         keyed = found[1]  # an edit elsewhere (a selection, another object): the poses worked out stand
+        keyed.rig = rig  # this update's wrapper: an undo or a file load leaves the one before dangling
     if len(_CACHE) >= 32:
         _CACHE.clear()
     _CACHE[key] = (generation, keyed, misses._replace(left=0))
