@@ -19,6 +19,7 @@ import numpy as np
 from .blender.carried import carried_by
 from .blender.flatten import SEPARATOR, node_by_path
 from .blender.keyed_controls import keyed_control, mispredicted
+from .blender.keyed_controls import reset_caches as reset_keyed_controls
 from .blender.path_moves import tool_goal
 from .blender.postures import frame_posture, whole_posture
 from .blender.rig import live_rig
@@ -36,12 +37,12 @@ __all__ = ("changed_outside", "compiled_program", "mark_dirty", "readout", "read
 
 def forget_all() -> None:
     """Drop every cache (a new file was loaded)."""
-    from .blender import keyed_controls, plan_between_keys, postures
+    from .blender import plan_between_keys, postures
 
     SESSION.clear()
     postures.clear_cache()
     plan_between_keys.reset_caches()
-    keyed_controls.reset_caches()  # keyed by the rig's address, which the new file's objects may reuse
+    reset_keyed_controls()  # keyed by the rig's address, which the new file's objects may reuse
 
 
 def reset_caches() -> None:
@@ -453,7 +454,7 @@ class FastFrame:
         static = tree.animation_data is None  # read each frame: a script may key the tree between frames
         if self.options.avoid is not None and carried_by(rig, frame):
             return False  # what a grasp holds is kept clear too: frame_inputs reads it (the general path)
-        kept = keyed = None
+        kept = found = None
         if pre:
             if not static:
                 return False  # the tree's keyed settings are not evaluated for this frame yet
@@ -463,21 +464,20 @@ class FastFrame:
                 t0 = time.perf_counter()
                 kept = self._kept_frames()
                 found = kept.get((frame, held))
-                if found is not None and found.io is io and self._still(found.fingerprint, nodes, robot, solver, frame, start):
-                    if found.generation == SESSION.generation:
-                        return self._replay(found, state, step, solver, rig, bones, frame, held, want, t0)
-                    # an edit since (any depsgraph update: a selection, another object moved, a key):
-                    # replayed where the keys still give the controls the poses it was solved for
-                    keyed = self._keyed(nodes, rig, io, robot, frame)
-                    if keyed is not None and (keyed[0], keyed[1], keyed[3]) == (
-                            found.fingerprint[1], found.fingerprint[3], found.controls):
-                        found = kept[(frame, held)] = found._replace(generation=SESSION.generation)
-                        return self._replay(found, state, step, solver, rig, bones, frame, held, want, t0)
-            if keyed is None:
-                keyed = self._keyed(nodes, rig, io, robot, frame)
+                if found is not None and (found.io is not io or not self._still(found.fingerprint, nodes, robot, solver,
+                                                                               frame, start)):
+                    found = None
+                if found is not None and found.generation == SESSION.generation:
+                    return self._replay(found, state, step, solver, rig, bones, frame, held, want, t0)
+            keyed = self._keyed(nodes, rig, io, robot, frame)
             if keyed is None:
                 return False
             links, poses, goals, controls = keyed
+            if found is not None and (links, poses, controls) == (found.fingerprint[1], found.fingerprint[3], found.controls):
+                # kept before an edit (any depsgraph update: a selection, another object moved, a key),
+                # and the keys still give the controls the poses it was solved for
+                found = kept[(frame, held)] = found._replace(generation=SESSION.generation)
+                return self._replay(found, state, step, solver, rig, bones, frame, held, want, t0)
         else:
             poses, links, controls, goals = [], [], [], []
             matrices = False

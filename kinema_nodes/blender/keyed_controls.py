@@ -298,9 +298,9 @@ def _build(rig, bone_name: str, written_bones) -> KeyedControl | None:
         return None
     fcurves = channelbag.fcurves
     pointers = tuple(curve.as_pointer() for curve in fcurves)
-    rotscale = rotscale.astype(_F32)
-    signature = _signature(fcurves, curves, constants, rotscale, action.as_pointer(), pointers)
-    return KeyedControl(curves, constants, rotscale, rig, action.as_pointer(), pointers, signature)
+    rotscale, address = rotscale.astype(_F32), action.as_pointer()
+    signature = _signature(fcurves, curves, constants, rotscale, address, pointers)
+    return KeyedControl(curves, constants, rotscale, rig, address, pointers, signature)
 
 
 #: What a key holds that its F-curve's value between keys is made from (foreach_get: name, floats a key)

@@ -142,9 +142,6 @@ def reset_caches() -> None:
     """Forget every rig's robot (tests start each from the rig's own URDF text) and live layout."""
     _ROBOT_CACHE.clear()
     _LIVE.clear()
-    from .keyed_controls import reset_caches as reset_keyed
-
-    reset_keyed()
 
 
 # ---- reading and writing joint values --------------------------------------------------------
