@@ -198,7 +198,8 @@ def keyed_control(rig, bone_name: str, written_bones, generation: int) -> KeyedC
         keyed = _build(rig, bone_name, written_bones)
     except (AttributeError, KeyError, TypeError, ValueError, IndexError, ReferenceError):
         keyed = None
-    if keyed is not None and found is not None and found[1] is not None and found[1].signature == keyed.signature:
+    if (keyed is not None and keyed.signature is not None and found is not None and found[1] is not None
+            and found[1].signature == keyed.signature):
         keyed = found[1]  # an edit elsewhere (a selection, another object): the poses worked out stand
         keyed.rig = rig  # this update's wrapper: an undo or a file load leaves the one before dangling
     if len(_CACHE) >= 32:

@@ -118,7 +118,7 @@ def test_the_predicted_control_pose_is_blenders_evaluated_pose_to_the_bit(blende
 def test_a_controls_poses_outlive_an_edit_elsewhere_but_not_an_edit_to_its_keys(blender, monkeypatch):
     """A new generation builds the control's KeyedControl again. After an edit elsewhere (another
     object moved) it is the one before, with the poses it worked out; after an edit to one of its
-    keys (its value, its interpolation, a curve modifier) it is a new one, and the prediction
+    keys (its value, its interpolation, a curve modifier added or set) it is a new one, and the prediction
     still holds on every frame (frame_change_post's check)."""
     from kinema_nodes.blender.keyed_controls import keyed_control
     from kinema_nodes.blender.rig import live_rig
@@ -144,7 +144,8 @@ def test_a_controls_poses_outlive_an_edit_elsewhere_but_not_an_edit_to_its_keys(
     holds = _recorded_checks(monkeypatch)
     for edit in (lambda: setattr(curve.keyframe_points[2].co, "y", curve.keyframe_points[2].co.y + 0.01),
                  lambda: setattr(curve.keyframe_points[1], "interpolation", "LINEAR"),
-                 lambda: curve.modifiers.new("NOISE")):
+                 lambda: curve.modifiers.new("NOISE"),
+                 lambda: setattr(curve.modifiers[0], "strength", 2.0)):
         edit()
         curve.update()
         bpy.context.view_layer.update()
